@@ -1,0 +1,40 @@
+/**
+ * The one registry of error codes this service answers with. Each becomes an RFC 9457 problem
+ * (`application/problem+json`) with a stable `code`; docs/errors.md lists the same codes, and a
+ * test keeps the two in step. Add a code here, never a status inline.
+ */
+export const ERROR_CODES = {
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
+  BAD_REQUEST: { status: 400, title: 'Bad request' },
+  SIGNATURE_MISSING: { status: 400, title: 'Signature header missing' },
+  SIGNATURE_INVALID: { status: 401, title: 'Signature invalid' },
+  PAYLOAD_INVALID: { status: 422, title: 'Payload invalid' },
+  NOT_FOUND: { status: 404, title: 'Not found' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
+  QUEUE_UNAVAILABLE: { status: 503, title: 'Queue unavailable' },
+  INTERNAL: { status: 500, title: 'Internal error' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** An RFC 9457 problem details object, with this service's stable `code`. */
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly code: ErrorCode;
+}
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export function problem(code: ErrorCode, detail: string): Problem {
+  const { status, title } = ERROR_CODES[code];
+  return { type: problemType(code), title, status, detail, code };
+}
+
+/** A URN rather than a URL: stable, and it does not depend on where the docs are hosted. */
+export function problemType(code: ErrorCode): string {
+  return `urn:feedback-receiver:error:${code.toLowerCase().replaceAll('_', '-')}`;
+}

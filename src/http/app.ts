@@ -1,0 +1,66 @@
+/**
+ * The receiver's Express app: the webhook route, health probes, and problem answers for
+ * everything else. All state comes in through `deps`, so tests build it with real or fake parts.
+ */
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { sendProblem } from './send-problem.js';
+import { createWebhookRouter, type WebhookRouteDeps } from './webhook-route.js';
+
+export interface AppDeps extends WebhookRouteDeps {
+  /** Whether the receiver can store deliveries now (Redis answers); drives GET /readyz. */
+  readonly isReady: () => Promise<boolean>;
+}
+
+/**
+ * Builds the receiver's Express app.
+ *
+ * @example
+ * const app = createApp({ ...webhookDeps, isReady: () => redisAnswers(connection) });
+ * app.listen(3000);
+ */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+
+  app.use(createWebhookRouter(deps));
+
+  // The process is up and serving: an orchestrator restarts it when this fails.
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+
+  // Deliveries can be stored: an orchestrator sends traffic elsewhere when this fails.
+  app.get('/readyz', async (_req, res) => {
+    if (await deps.isReady()) {
+      res.json({ status: 'ready' });
+      return;
+    }
+    sendProblem(res, 'QUEUE_UNAVAILABLE', 'Redis does not answer.');
+  });
+
+  app.use((req, res) => {
+    sendProblem(res, 'NOT_FOUND', `Nothing at ${req.method} ${req.path}.`);
+  });
+
+  app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(error);
+    const status = statusOf(error);
+    if (status !== undefined && status >= 400 && status < 500) {
+      return sendProblem(res, 'BAD_REQUEST', 'The request could not be read.');
+    }
+    deps.logger.error(
+      { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) },
+      `unhandled error on ${req.method} ${req.path}`,
+    );
+    sendProblem(res, 'INTERNAL', 'Something went wrong on our side.');
+  });
+
+  return app;
+}
+
+function statusOf(error: unknown): number | undefined {
+  if (error === null || typeof error !== 'object') return undefined;
+  const status = 'status' in error ? error.status : 'statusCode' in error ? error.statusCode : undefined;
+  return typeof status === 'number' ? status : undefined;
+}

@@ -1,0 +1,95 @@
+/**
+ * The `deliveries` queue and the one write the receiver makes per accepted delivery: the job and
+ * its deduplication marker, atomically, in a single round trip.
+ */
+import { createIORedisClient, Job, Queue, type IRedisTransaction, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { jobIdFor, type Delivery } from '../webhooks/delivery.js';
+
+export const DELIVERIES_QUEUE = 'deliveries';
+
+/**
+ * Completed and failed jobs are kept for a while for inspection, bounded so Redis memory stays
+ * bounded. Deduplication does not depend on them: its marker outlives the job.
+ */
+export const DELIVERY_JOB_RETENTION: JobRetention = {
+  removeOnComplete: { age: 24 * 60 * 60, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 60 * 60, count: 50_000 },
+};
+
+export type JobRetention = Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
+
+export type EnqueueStatus = 'queued' | 'duplicate';
+
+export interface EnqueueResult {
+  readonly status: EnqueueStatus;
+  readonly jobId: string;
+}
+
+/** What the receiver needs of the queue: put a delivery in it, once. */
+export interface DeliveryQueue {
+  enqueue(delivery: Delivery): Promise<EnqueueResult>;
+}
+
+export interface DeliveryQueueOptions {
+  /** A producer connection (see createProducerConnection); shared, not closed by close(). */
+  readonly connection: Redis;
+  readonly prefix: string;
+  /** How long a delivery key is remembered, whatever happens to its job. */
+  readonly dedupeTtlSeconds: number;
+  /** How long finished jobs are kept. Default: DELIVERY_JOB_RETENTION. */
+  readonly retention?: JobRetention;
+}
+
+export interface DeliveryQueueProducer extends DeliveryQueue {
+  readonly queue: Queue<Delivery>;
+  close(): Promise<void>;
+}
+
+export function createDeliveryQueue({
+  connection,
+  prefix,
+  dedupeTtlSeconds,
+  retention = DELIVERY_JOB_RETENTION,
+}: DeliveryQueueOptions): DeliveryQueueProducer {
+  const queue = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
+  // The same wrapper BullMQ itself puts around this connection, so its scripts can run inside
+  // our transaction.
+  const client = createIORedisClient(connection);
+  const dedupeTtlMs = dedupeTtlSeconds * 1000;
+
+  async function enqueue(delivery: Delivery): Promise<EnqueueResult> {
+    const jobId = jobIdFor(delivery.key);
+    // BullMQ's deduplication keeps its marker for the TTL even after retention removes the job,
+    // and checks it inside the same script that adds the job, so two simultaneous duplicates
+    // make one job. Reading the marker first in the same MULTI tells which of them came first.
+    const options: JobsOptions = {
+      ...retention,
+      jobId,
+      deduplication: { id: jobId, ttl: dedupeTtlMs },
+    };
+    const job = new Job<Delivery>(queue, delivery.event, delivery, options, jobId);
+    const transaction = client.multi();
+    transaction.exists(`${queue.keys.de}:${jobId}`, `${queue.keys['']}${jobId}`);
+    // At run time the wrapper's MULTI is BullMQ's transaction type; its typings only say ioredis'.
+    await job.addJob(transaction as unknown as IRedisTransaction);
+    const results = await transaction.exec();
+    if (!results) throw new Error('Redis discarded the enqueue transaction');
+    const [[markerError, seen], [addError, added]] = results as [
+      [Error | null, number],
+      [Error | null, string | number],
+    ];
+    if (markerError) throw markerError;
+    if (addError) throw addError;
+    if (typeof added === 'number' && added < 0) {
+      throw new Error(`BullMQ refused the job (code ${added})`);
+    }
+    return { status: seen > 0 ? 'duplicate' : 'queued', jobId };
+  }
+
+  return {
+    queue,
+    enqueue,
+    close: () => queue.close(),
+  };
+}

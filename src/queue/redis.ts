@@ -1,0 +1,52 @@
+/**
+ * Redis connections by role, as BullMQ's production guide sets them. The receiver's producer
+ * fails fast, so a sender gets a 503 in well under two seconds instead of waiting on a dead
+ * Redis; workers (later) wait patiently instead.
+ */
+import { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
+
+/** How long one command may take before the producer gives up on it. */
+export const PRODUCER_COMMAND_TIMEOUT_MS = 1_500;
+
+export function createProducerConnection(url: string, logger: Logger): Redis {
+  const connection = new Redis(url, {
+    // Refuse commands while disconnected instead of queueing them until Redis is back.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    // A Redis that accepts the connection but does not answer (paused, swapping) still fails.
+    commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
+    connectTimeout: 2_000,
+    connectionName: 'feedback-receiver:producer',
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
+  });
+  reportConnectionState(connection, logger.child({ redis: 'producer' }));
+  return connection;
+}
+
+/** Logs when the connection is lost and when it is back, once each, not on every retry. */
+function reportConnectionState(connection: Redis, logger: Logger): void {
+  let down = false;
+  connection.on('error', (error: Error) => {
+    if (!down) logger.warn({ error: error.message }, 'redis connection failed');
+    down = true;
+  });
+  connection.on('close', () => {
+    if (!down) logger.warn('redis connection closed');
+    down = true;
+  });
+  connection.on('ready', () => {
+    if (down) logger.info('redis connection ready again');
+    down = false;
+  });
+}
+
+/** True when Redis answers a PING within the producer's command timeout. */
+export async function redisAnswers(connection: Redis): Promise<boolean> {
+  if (connection.status !== 'ready') return false;
+  try {
+    return (await connection.ping()) === 'PONG';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * What a verified request body means: a feedback.created delivery to queue, another event to
+ * ignore, or a body that cannot be read as either. Pure: no I/O, no framework.
+ */
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
+import { FeedbackRecordSchema, type FeedbackRecord } from './feedback-record.js';
+
+export const FEEDBACK_CREATED = 'feedback.created';
+
+/** One accepted delivery, as it travels from the receiver through the queue to the handlers. */
+export interface Delivery {
+  /** Identifies the delivery across retries: the sender's message id, or event and record id. */
+  readonly key: string;
+  readonly event: typeof FEEDBACK_CREATED;
+  /** When the receiver accepted it, ISO 8601 UTC. */
+  readonly receivedAt: string;
+  readonly record: FeedbackRecord;
+}
+
+export type Interpretation =
+  | { readonly kind: 'delivery'; readonly delivery: Delivery }
+  | { readonly kind: 'ignored'; readonly event: string }
+  | {
+      readonly kind: 'invalid';
+      readonly reason: 'unparseable' | 'schema';
+      readonly issues: readonly InvalidPayloadIssue[];
+    };
+
+export interface InvalidPayloadIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+export interface InterpretOptions {
+  /** The sender's id for this delivery (Standard Webhooks' `webhook-id`), if it has one. */
+  readonly deliveryId?: string | undefined;
+  readonly receivedAt: Date;
+}
+
+// JSON must be UTF-8 (RFC 8259); invalid bytes make the body unparseable rather than being
+// silently replaced with U+FFFD.
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Reads a body as a feedback delivery. Accepts a bare feedback record (a feedback.created) or an
+ * envelope `{"event": "...", "data": <record>, ...}`.
+ */
+export function interpretPayload(body: Uint8Array, options: InterpretOptions): Interpretation {
+  let json: unknown;
+  try {
+    json = JSON.parse(utf8.decode(body));
+  } catch (error) {
+    const message = error instanceof Error ? error.message : 'not JSON';
+    return { kind: 'invalid', reason: 'unparseable', issues: [{ path: '', message }] };
+  }
+
+  const { event, data } = unwrap(json);
+  if (event !== FEEDBACK_CREATED) return { kind: 'ignored', event };
+
+  const parsed = FeedbackRecordSchema.safeParse(data);
+  if (!parsed.success) {
+    return { kind: 'invalid', reason: 'schema', issues: describeIssues(parsed.error) };
+  }
+  const record = parsed.data;
+  return {
+    kind: 'delivery',
+    delivery: {
+      key: options.deliveryId ?? `${event}:${record.id}`,
+      event,
+      receivedAt: options.receivedAt.toISOString(),
+      record,
+    },
+  };
+}
+
+function unwrap(json: unknown): { event: string; data: unknown } {
+  if (
+    json !== null &&
+    typeof json === 'object' &&
+    !Array.isArray(json) &&
+    'event' in json &&
+    typeof json.event === 'string' &&
+    'data' in json
+  ) {
+    return { event: json.event, data: json.data };
+  }
+  // The service's docs show a bare record; one is created once, so it is a feedback.created.
+  return { event: FEEDBACK_CREATED, data: json };
+}
+
+function describeIssues(error: z.ZodError): InvalidPayloadIssue[] {
+  return error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
+}
+
+const READABLE_JOB_ID_LENGTH = 200;
+
+/**
+ * The BullMQ job id for a delivery key. BullMQ rejects ids that contain `:` or are all digits,
+ * so the key is percent-encoded (which encodes `:`) behind a letter prefix; a very long key is
+ * hashed instead. The two forms have different prefixes and so can never collide.
+ */
+export function jobIdFor(key: string): string {
+  const readable = encodeURIComponent(key);
+  return readable.length <= READABLE_JOB_ID_LENGTH
+    ? `d-${readable}`
+    : `h-${createHash('sha256').update(key).digest('hex')}`;
+}

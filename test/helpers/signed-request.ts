@@ -1,0 +1,19 @@
+import type { Express } from 'express';
+import request from 'supertest';
+import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
+import { TEST_SECRET } from './test-receiver.js';
+
+/** POSTs a body to the webhook route, signed with the default scheme. */
+export function postSigned(
+  app: Express,
+  body: string | Buffer | object,
+  { secret = TEST_SECRET, headers = {} as Record<string, string> } = {},
+) {
+  const raw = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  return request(app)
+    .post('/webhooks/feedback')
+    .set('Content-Type', 'application/json')
+    .set('X-Ybug-Signature', signHmacSha256(raw, secret))
+    .set(headers)
+    .send(raw);
+}

@@ -1,0 +1,94 @@
+/**
+ * Builds the receiver's app from its real parts (producer connection, BullMQ queue, quarantine)
+ * against the test run's Redis, under a key prefix of its own, and captures every log line.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import { inject } from 'vitest';
+import type { InvalidPayloadMode } from '../../src/config.js';
+import { createApp } from '../../src/http/app.js';
+import { createLogger } from '../../src/logger.js';
+import {
+  createDeliveryQueue,
+  type DeliveryQueueProducer,
+  type JobRetention,
+} from '../../src/queue/deliveries-queue.js';
+import { createQuarantine, type Quarantine } from '../../src/queue/quarantine.js';
+import { createProducerConnection, redisAnswers } from '../../src/queue/redis.js';
+import {
+  createSignatureScheme,
+  type SignatureSchemeName,
+} from '../../src/webhooks/signature-scheme.js';
+import { waitFor } from './wait-for.js';
+
+export const TEST_SECRET = 'test-secret-0f9c2d7e';
+
+export interface TestReceiverOptions {
+  redisUrl?: string;
+  scheme?: SignatureSchemeName;
+  secrets?: string[];
+  invalidPayload?: InvalidPayloadMode;
+  bodyLimitBytes?: number;
+  dedupeTtlSeconds?: number;
+  retention?: JobRetention;
+  now?: () => number;
+}
+
+export interface TestReceiver {
+  readonly app: Express;
+  readonly prefix: string;
+  readonly connection: Redis;
+  readonly deliveries: DeliveryQueueProducer;
+  readonly quarantine: Quarantine;
+  /** Every log line written so far, parsed. */
+  readonly logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+export async function createTestReceiver(options: TestReceiverOptions = {}): Promise<TestReceiver> {
+  const prefix = `test-${randomUUID().slice(0, 8)}`;
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: 'debug',
+    destination: { write: (line: string) => void logs.push(JSON.parse(line)) },
+  });
+  const connection = createProducerConnection(options.redisUrl ?? inject('redisUrl'), logger);
+  const deliveries = createDeliveryQueue({
+    connection,
+    prefix,
+    dedupeTtlSeconds: options.dedupeTtlSeconds ?? 3600,
+    ...(options.retention ? { retention: options.retention } : {}),
+  });
+  deliveries.queue.on('error', () => {});
+  await waitFor(() => connection.status === 'ready', { what: 'redis connection' });
+  await deliveries.queue.waitUntilReady();
+  const quarantine = createQuarantine({ connection, prefix });
+  const app = createApp({
+    scheme: createSignatureScheme({
+      scheme: options.scheme ?? 'hmac-sha256',
+      secrets: options.secrets ?? [TEST_SECRET],
+      signatureHeader: 'X-Ybug-Signature',
+      toleranceSeconds: 300,
+    }),
+    bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
+    invalidPayload: options.invalidPayload ?? 'quarantine',
+    deliveries,
+    quarantine,
+    logger,
+    isReady: () => redisAnswers(connection),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  return {
+    app,
+    prefix,
+    connection,
+    deliveries,
+    quarantine,
+    logs,
+    close: async () => {
+      await deliveries.close().catch(() => {});
+      connection.disconnect();
+    },
+  };
+}

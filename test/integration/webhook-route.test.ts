@@ -1,0 +1,280 @@
+import { readFileSync } from 'node:fs';
+import { Worker } from 'bullmq';
+import request from 'supertest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
+import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
+import { signStandardWebhook } from '../../src/webhooks/standard-webhooks.js';
+import { postSigned } from '../helpers/signed-request.js';
+import { createTestReceiver, TEST_SECRET, type TestReceiver } from '../helpers/test-receiver.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const record = JSON.parse(
+  readFileSync(new URL('../fixtures/feedback-record.json', import.meta.url), 'utf8'),
+) as { id: string };
+
+const PROBLEM = /^application\/problem\+json/;
+
+let receiver: TestReceiver;
+afterEach(async () => {
+  await receiver?.close();
+});
+
+describe('POST /webhooks/feedback', () => {
+  beforeEach(async () => {
+    receiver = await createTestReceiver();
+  });
+
+  it('queues a signed delivery and answers 202 with its key', async () => {
+    const response = await postSigned(receiver.app, record).expect(202);
+    expect(response.body).toEqual({ status: 'queued', id: `feedback.created:${record.id}` });
+
+    const [job] = await receiver.deliveries.queue.getWaiting();
+    expect(job?.id).toBe(`d-feedback.created%3A${record.id}`);
+    expect(job?.name).toBe('feedback.created');
+    expect(job?.data).toMatchObject({
+      key: `feedback.created:${record.id}`,
+      event: 'feedback.created',
+      record,
+    });
+  });
+
+  it('answers 200 duplicate for the same delivery and queues nothing more', async () => {
+    await postSigned(receiver.app, record).expect(202);
+    const again = await postSigned(receiver.app, record).expect(200);
+    expect(again.body).toEqual({ status: 'duplicate', id: `feedback.created:${record.id}` });
+    expect(await receiver.deliveries.queue.getJobCountByTypes('waiting')).toBe(1);
+  });
+
+  it('still knows a duplicate after retention removed the first job', async () => {
+    await receiver.close();
+    receiver = await createTestReceiver({ retention: { removeOnComplete: true } });
+    await postSigned(receiver.app, record).expect(202);
+    const worker = new Worker(DELIVERIES_QUEUE, async () => 'done', {
+      connection: { ...connectionOf(receiver), maxRetriesPerRequest: null },
+      prefix: receiver.prefix,
+    });
+
+    try {
+      const jobId = `d-feedback.created%3A${record.id}`;
+      await waitFor(async () => (await receiver.deliveries.queue.getJob(jobId)) === undefined, {
+        what: 'the completed job to be removed',
+      });
+    } finally {
+      await worker.close();
+    }
+    const again = await postSigned(receiver.app, record).expect(200);
+    expect(again.body.status).toBe('duplicate');
+    expect(await receiver.deliveries.queue.getJobCounts('waiting', 'active', 'completed')).toEqual({
+      waiting: 0,
+      active: 0,
+      completed: 0,
+    });
+  });
+
+  it('queues exactly one job for identical deliveries sent at the same moment', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => postSigned(receiver.app, record)),
+    );
+    const statuses = responses.map((response) => response.body.status).sort();
+    expect(statuses).toEqual([...Array<string>(9).fill('duplicate'), 'queued']);
+    expect(await receiver.deliveries.queue.getJobCountByTypes('waiting')).toBe(1);
+  });
+
+  it('answers 202 ignored for another event and queues nothing', async () => {
+    const response = await postSigned(receiver.app, { event: 'feedback.updated', data: record });
+    expect(response.status).toBe(202);
+    expect(response.body).toEqual({ status: 'ignored' });
+    expect(await receiver.deliveries.queue.count()).toBe(0);
+  });
+
+  it('queues a record wrapped in an envelope', async () => {
+    await postSigned(receiver.app, { event: 'feedback.created', data: record }).expect(202);
+    expect(await receiver.deliveries.queue.count()).toBe(1);
+  });
+
+  it('answers 415 to a body that is not JSON', async () => {
+    const response = await request(receiver.app)
+      .post('/webhooks/feedback')
+      .set('Content-Type', 'text/plain')
+      .set('X-Ybug-Signature', signHmacSha256('hi', TEST_SECRET))
+      .send('hi');
+    expect(response.status).toBe(415);
+    expect(response.headers['content-type']).toMatch(PROBLEM);
+    expect(response.body).toMatchObject({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
+  });
+
+  it('accepts application/*+json with a charset', async () => {
+    const body = JSON.stringify(record);
+    await request(receiver.app)
+      .post('/webhooks/feedback')
+      .set('Content-Type', 'application/vnd.ybug+json; charset=utf-8')
+      .set('X-Ybug-Signature', signHmacSha256(body, TEST_SECRET))
+      .send(body)
+      .expect(202);
+  });
+
+  it('answers 400 naming the signature header when it is missing', async () => {
+    const response = await request(receiver.app)
+      .post('/webhooks/feedback')
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify(record));
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ code: 'SIGNATURE_MISSING' });
+    expect(response.body.detail).toContain('X-Ybug-Signature');
+  });
+
+  it('answers 401 to a wrong signature without saying why, and logs why', async () => {
+    const response = await postSigned(receiver.app, record, { secret: 'not the secret' });
+    expect(response.status).toBe(401);
+    expect(response.body).toEqual({
+      type: 'urn:feedback-receiver:error:signature-invalid',
+      title: 'Signature invalid',
+      status: 401,
+      detail: 'The signature does not match the body.',
+      code: 'SIGNATURE_INVALID',
+    });
+    expect(receiver.logs).toContainEqual(
+      expect.objectContaining({ outcome: 'rejected', reason: 'signature_mismatch' }),
+    );
+    expect(await receiver.deliveries.queue.count()).toBe(0);
+  });
+
+  it('answers 401 to a malformed signature', async () => {
+    const response = await request(receiver.app)
+      .post('/webhooks/feedback')
+      .set('Content-Type', 'application/json')
+      .set('X-Ybug-Signature', 'sha256=nonsense')
+      .send(JSON.stringify(record));
+    expect(response.status).toBe(401);
+    expect(receiver.logs).toContainEqual(
+      expect.objectContaining({ reason: 'signature_malformed' }),
+    );
+  });
+
+  it('answers 405 with Allow to other methods', async () => {
+    const response = await request(receiver.app).get('/webhooks/feedback');
+    expect(response.status).toBe(405);
+    expect(response.headers.allow).toBe('POST');
+  });
+
+  it('answers 404 as a problem elsewhere', async () => {
+    const response = await request(receiver.app).post('/webhooks/other').send('{}');
+    expect(response.status).toBe(404);
+    expect(response.headers['content-type']).toMatch(PROBLEM);
+  });
+});
+
+describe('body limit', () => {
+  beforeEach(async () => {
+    receiver = await createTestReceiver({ bodyLimitBytes: 1024 });
+  });
+
+  it('answers 413 to a declared length over the limit', async () => {
+    const body = JSON.stringify({ id: 'big', description: 'x'.repeat(2000) });
+    const response = await postSigned(receiver.app, body);
+    expect(response.status).toBe(413);
+    expect(response.body).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+  });
+
+  it('answers 413 before the signature check', async () => {
+    const response = await request(receiver.app)
+      .post('/webhooks/feedback')
+      .set('Content-Type', 'application/json')
+      .send('x'.repeat(5000));
+    expect(response.status).toBe(413);
+  });
+});
+
+describe('secret rotation', () => {
+  beforeEach(async () => {
+    receiver = await createTestReceiver({ secrets: ['new-secret', 'old-secret'] });
+  });
+
+  it('accepts both the new and the old secret and logs which matched', async () => {
+    await postSigned(receiver.app, { id: 'fb_new' }, { secret: 'new-secret' }).expect(202);
+    await postSigned(receiver.app, { id: 'fb_old' }, { secret: 'old-secret' }).expect(202);
+    await postSigned(receiver.app, { id: 'fb_bad' }, { secret: 'older-secret' }).expect(401);
+    const matched = receiver.logs.filter((line) => line.outcome === 'queued');
+    expect(matched.map((line) => line.secretIndex)).toEqual([0, 1]);
+  });
+});
+
+describe('Standard Webhooks scheme', () => {
+  const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const now = Date.parse('2026-11-22T10:00:00Z');
+  const timestamp = String(Math.floor(now / 1000));
+
+  beforeEach(async () => {
+    receiver = await createTestReceiver({
+      scheme: 'standard-webhooks',
+      secrets: [secret],
+      now: () => now,
+    });
+  });
+
+  function post(body: string, headers: Record<string, string>) {
+    return request(receiver.app)
+      .post('/webhooks/feedback')
+      .set('Content-Type', 'application/json')
+      .set(headers)
+      .send(body);
+  }
+
+  it('queues a delivery keyed by webhook-id', async () => {
+    const body = JSON.stringify(record);
+    const id = 'msg_2Kx9';
+    const response = await post(body, {
+      'webhook-id': id,
+      'webhook-timestamp': timestamp,
+      'webhook-signature': signStandardWebhook({ id, timestamp, body }, secret),
+    });
+    expect(response.status).toBe(202);
+    expect(response.body).toEqual({ status: 'queued', id });
+  });
+
+  it('accepts the svix- header aliases', async () => {
+    const body = JSON.stringify(record);
+    const id = 'msg_svix';
+    await post(body, {
+      'svix-id': id,
+      'svix-timestamp': timestamp,
+      'svix-signature': signStandardWebhook({ id, timestamp, body }, secret),
+    }).expect(202);
+  });
+
+  it('answers 400 naming every missing header', async () => {
+    const response = await post('{}', { 'webhook-id': 'msg_1' });
+    expect(response.status).toBe(400);
+    expect(response.body.detail).toBe('Missing headers: webhook-timestamp, webhook-signature.');
+  });
+
+  it('answers 401 to a stale timestamp and logs it as stale', async () => {
+    const body = JSON.stringify(record);
+    const id = 'msg_old';
+    const stale = String(Number(timestamp) - 301);
+    const response = await post(body, {
+      'webhook-id': id,
+      'webhook-timestamp': stale,
+      'webhook-signature': signStandardWebhook({ id, timestamp: stale, body }, secret),
+    });
+    expect(response.status).toBe(401);
+    expect(receiver.logs).toContainEqual(expect.objectContaining({ reason: 'signature_stale' }));
+  });
+});
+
+describe('GET /healthz and /readyz', () => {
+  beforeEach(async () => {
+    receiver = await createTestReceiver();
+  });
+
+  it('answers ok and ready while Redis answers', async () => {
+    await request(receiver.app).get('/healthz').expect(200, { status: 'ok' });
+    await request(receiver.app).get('/readyz').expect(200, { status: 'ready' });
+  });
+});
+
+function connectionOf(testReceiver: TestReceiver) {
+  const { host, port } = testReceiver.connection.options;
+  return { host: host ?? '127.0.0.1', port: port ?? 6379 };
+}

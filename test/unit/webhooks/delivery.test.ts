@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { interpretPayload, jobIdFor } from '../../../src/webhooks/delivery.js';
+
+const receivedAt = new Date('2026-11-22T10:00:00.000Z');
+const bytes = (value: unknown) => Buffer.from(JSON.stringify(value));
+
+describe('interpretPayload', () => {
+  it('reads a bare record as a feedback.created keyed by event and record id', () => {
+    const outcome = interpretPayload(bytes({ id: 'fb_1', title: 'Hi' }), { receivedAt });
+    expect(outcome).toEqual({
+      kind: 'delivery',
+      delivery: {
+        key: 'feedback.created:fb_1',
+        event: 'feedback.created',
+        receivedAt: '2026-11-22T10:00:00.000Z',
+        record: { id: 'fb_1', title: 'Hi' },
+      },
+    });
+  });
+
+  it('reads an envelope with event and data', () => {
+    const outcome = interpretPayload(
+      bytes({ event: 'feedback.created', data: { id: 'fb_2' }, sent_at: 'now' }),
+      { receivedAt },
+    );
+    expect(outcome.kind === 'delivery' && outcome.delivery.record).toEqual({ id: 'fb_2' });
+  });
+
+  it("keys a delivery by the sender's id where the scheme has one", () => {
+    const outcome = interpretPayload(bytes({ id: 'fb_3' }), { receivedAt, deliveryId: 'msg_9' });
+    expect(outcome.kind === 'delivery' && outcome.delivery.key).toBe('msg_9');
+  });
+
+  it('ignores other events without validating them', () => {
+    expect(interpretPayload(bytes({ event: 'feedback.deleted', data: 42 }), { receivedAt })).toEqual(
+      { kind: 'ignored', event: 'feedback.deleted' },
+    );
+  });
+
+  it('calls a body that is not JSON unparseable', () => {
+    const outcome = interpretPayload(Buffer.from('{"id": '), { receivedAt });
+    expect(outcome).toMatchObject({ kind: 'invalid', reason: 'unparseable' });
+  });
+
+  it('calls invalid UTF-8 unparseable instead of guessing at the characters', () => {
+    const outcome = interpretPayload(Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]), {
+      receivedAt,
+    });
+    expect(outcome).toMatchObject({ kind: 'invalid', reason: 'unparseable' });
+  });
+
+  it('lists where a record breaks the schema', () => {
+    const outcome = interpretPayload(bytes({ id: 7, rating: 'five' }), { receivedAt });
+    expect(outcome).toMatchObject({
+      kind: 'invalid',
+      reason: 'schema',
+      issues: [
+        { path: 'id', message: expect.stringMatching(/string/) },
+        { path: 'rating', message: expect.stringMatching(/number/) },
+      ],
+    });
+  });
+
+  it.each([null, [], 'text', 12])('calls the JSON value %j invalid', (value) => {
+    expect(interpretPayload(bytes(value), { receivedAt }).kind).toBe('invalid');
+  });
+});
+
+describe('jobIdFor', () => {
+  it('makes ids BullMQ accepts: no colon, never all digits', () => {
+    for (const key of ['feedback.created:12', '12345', 'msg_p5jXN8AQ', 'a:b:c', '0']) {
+      const jobId = jobIdFor(key);
+      expect(jobId).not.toContain(':');
+      expect(jobId).not.toMatch(/^\d+$/);
+    }
+  });
+
+  it('keeps a short key readable', () => {
+    expect(jobIdFor('feedback.created:fb_1')).toBe('d-feedback.created%3Afb_1');
+  });
+
+  it('hashes a long key to a bounded id', () => {
+    const jobId = jobIdFor('x'.repeat(1000));
+    expect(jobId).toMatch(/^h-[0-9a-f]{64}$/);
+  });
+
+  it('gives different keys different ids', () => {
+    const keys = ['a:b', 'a%3Ab', 'a b', 'a+b', 'x'.repeat(201), 'x'.repeat(202)];
+    expect(new Set(keys.map(jobIdFor)).size).toBe(keys.length);
+  });
+});
