@@ -6,12 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseByteSize } from './byte-size.js';
-import {
-  SIGNATURE_SCHEMES,
-  type SignatureSchemeName,
-} from './webhooks/signature-scheme.js';
+import { SIGNATURE_SCHEMES, type SignatureSchemeName } from './webhooks/signature-scheme.js';
 import { decodeStandardWebhookSecret } from './webhooks/standard-webhooks.js';
-
 
 export const INVALID_PAYLOAD_MODES = ['quarantine', 'reject'] as const;
 export type InvalidPayloadMode = (typeof INVALID_PAYLOAD_MODES)[number];

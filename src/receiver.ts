@@ -1,28 +1,36 @@
 /**
- * Wires a running receiver from a configuration: the producer connection, the deliveries queue,
- * the quarantine, the app and the HTTP server. `feedback-receiver serve` is this and a signal
- * handler; tests start it on port 0.
+ * Wires a receiver from a configuration: the producer connection, the deliveries queue, the
+ * quarantine, the app and the HTTP server. `feedback-receiver serve` is `startReceiver` and a
+ * signal handler; people embedding the route in their own app use `createReceiverDeps`.
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
-import { createApp } from './http/app.js';
+import { createApp, type AppDeps } from './http/app.js';
 import type { Logger } from './logger.js';
-import { createDeliveryQueue } from './queue/deliveries-queue.js';
-import { createQuarantine } from './queue/quarantine.js';
+import { createDeliveryQueue, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
+import { createQuarantine, type Quarantine } from './queue/quarantine.js';
 import { createProducerConnection, redisAnswers } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
 
-export interface RunningReceiver {
-  readonly server: Server;
-  /** Where it listens, e.g. `http://127.0.0.1:3000`. */
-  readonly url: string;
-  /** Stops accepting, lets in-flight requests finish, then closes Redis. */
+export interface ReceiverDeps extends AppDeps {
+  readonly connection: Redis;
+  readonly deliveries: DeliveryQueueProducer;
+  readonly quarantine: Quarantine;
+  /** Closes the queue and the Redis connection. */
   close(): Promise<void>;
 }
 
-export async function startReceiver(config: Config, logger: Logger): Promise<RunningReceiver> {
+/**
+ * Everything the webhook route and the app need, built from a configuration.
+ *
+ * @example
+ * const deps = createReceiverDeps(loadConfig(), createLogger({ level: 'info' }));
+ * myApp.use(createWebhookRouter(deps)); // before express.json()
+ */
+export function createReceiverDeps(config: Config, logger: Logger): ReceiverDeps {
   const connection = createProducerConnection(config.redisUrl, logger);
   const deliveries = createDeliveryQueue({
     connection,
@@ -33,32 +41,40 @@ export async function startReceiver(config: Config, logger: Logger): Promise<Run
   deliveries.queue.on('error', (error: Error) => {
     logger.debug({ error: error.message }, 'deliveries queue error');
   });
-  const quarantine = createQuarantine({ connection, prefix: config.queuePrefix });
-
-  const app = createApp({
-    scheme: createSignatureScheme({
-      scheme: config.webhook.scheme,
-      secrets: config.webhook.secrets,
-      signatureHeader: config.webhook.signatureHeader,
-      toleranceSeconds: config.webhook.toleranceSeconds,
-    }),
+  return {
+    scheme: createSignatureScheme(config.webhook),
     bodyLimitBytes: config.webhook.bodyLimitBytes,
     invalidPayload: config.webhook.invalidPayload,
+    connection,
     deliveries,
-    quarantine,
+    quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
     logger,
     isReady: () => redisAnswers(connection),
-  });
+    close: async () => {
+      await deliveries.close();
+      await connection.quit().catch(() => connection.disconnect());
+    },
+  };
+}
 
-  const server = createServer(app);
+export interface RunningReceiver {
+  readonly server: Server;
+  /** Where it listens, e.g. `http://127.0.0.1:3000`. */
+  readonly url: string;
+  /** Stops accepting, lets in-flight requests finish, then closes Redis. */
+  close(): Promise<void>;
+}
+
+export async function startReceiver(config: Config, logger: Logger): Promise<RunningReceiver> {
+  const deps = createReceiverDeps(config, logger);
+  const server = createServer(createApp(deps));
   // Bounded waits for slow or stalled clients, so they cannot hold connections open for long.
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   server.listen(config.port, config.host);
   await once(server, 'listening');
   const { address, port } = server.address() as AddressInfo;
-  const host = address.includes(':') ? `[${address}]` : address;
-  const url = `http://${host}:${port}`;
+  const url = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
   logger.info(
     { url, scheme: config.webhook.scheme, secretCount: config.webhook.secrets.length },
     'receiver listening',
@@ -70,8 +86,7 @@ export async function startReceiver(config: Config, logger: Logger): Promise<Run
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await drained;
-      await deliveries.close();
-      await connection.quit().catch(() => connection.disconnect());
+      await deps.close();
     })();
     return closing;
   };

@@ -61,6 +61,7 @@ export function createApp(deps: AppDeps): Express {
 
 function statusOf(error: unknown): number | undefined {
   if (error === null || typeof error !== 'object') return undefined;
-  const status = 'status' in error ? error.status : 'statusCode' in error ? error.statusCode : undefined;
+  const status =
+    'status' in error ? error.status : 'statusCode' in error ? error.statusCode : undefined;
   return typeof status === 'number' ? status : undefined;
 }

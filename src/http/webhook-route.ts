@@ -73,7 +73,10 @@ export function createWebhookRouter(
 
     const missing = scheme.missingHeaders(header);
     if (missing.length > 0) {
-      logger.warn({ outcome: 'rejected', reason: 'signature_missing', missing }, 'delivery refused');
+      logger.warn(
+        { outcome: 'rejected', reason: 'signature_missing', missing },
+        'delivery refused',
+      );
       const names = missing.join(', ');
       return sendProblem(
         res,
@@ -120,7 +123,10 @@ export function createWebhookRouter(
             deliveryId,
             body,
           });
-          logger.warn({ ...fields, outcome: 'quarantined', quarantineId: id }, 'delivery quarantined');
+          logger.warn(
+            { ...fields, outcome: 'quarantined', quarantineId: id },
+            'delivery quarantined',
+          );
           return res.status(202).json({ status: 'quarantined', id });
         }
 

@@ -33,7 +33,11 @@ export type NewQuarantineEntry = Omit<QuarantineEntry, 'id'>;
 
 export type ReplayResult =
   | { readonly id: string; readonly status: EnqueueStatus | 'ignored'; readonly key?: string }
-  | { readonly id: string; readonly status: 'invalid'; readonly issues: readonly InvalidPayloadIssue[] }
+  | {
+      readonly id: string;
+      readonly status: 'invalid';
+      readonly issues: readonly InvalidPayloadIssue[];
+    }
   | { readonly id: string; readonly status: 'not_found' };
 
 export interface Quarantine {
@@ -85,7 +89,8 @@ export function createQuarantine({ connection, prefix }: QuarantineOptions): Qua
         .zadd(indexKey, Date.parse(entry.receivedAt), id)
         .exec();
       const failed = results?.find(([error]) => error);
-      if (!results || failed) throw failed?.[0] ?? new Error('Redis discarded the quarantine write');
+      if (!results || failed)
+        throw failed?.[0] ?? new Error('Redis discarded the quarantine write');
       return id;
     },
 

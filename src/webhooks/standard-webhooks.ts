@@ -5,11 +5,7 @@
  * list of `v1,<base64>` entries, any of which may match.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import {
-  signatureMalformed,
-  signatureMismatch,
-  type SignatureCheck,
-} from './signature-check.js';
+import { signatureMalformed, signatureMismatch, type SignatureCheck } from './signature-check.js';
 
 const SECRET_PREFIX = 'whsec_';
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -47,7 +43,8 @@ export function decodeStandardWebhookSecret(secret: string): Buffer | undefined 
  */
 export function signStandardWebhook(message: StandardWebhookMessage, secret: string): string {
   const key = decodeStandardWebhookSecret(secret);
-  if (key === undefined) throw new TypeError('A Standard Webhooks secret has the form whsec_<base64>');
+  if (key === undefined)
+    throw new TypeError('A Standard Webhooks secret has the form whsec_<base64>');
   return `v1,${digest(key, message).toString('base64')}`;
 }
 

@@ -31,12 +31,18 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'feedback-receiver-redis-'));
   const args = [
-    '--port', String(port),
-    '--bind', '127.0.0.1',
-    '--dir', dir,
-    '--save', '',
-    '--appendonly', options.appendOnly ? 'yes' : 'no',
-    '--maxmemory-policy', 'noeviction',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    options.appendOnly ? 'yes' : 'no',
+    '--maxmemory-policy',
+    'noeviction',
   ];
   let child: ChildProcess | undefined;
 
@@ -45,7 +51,9 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     child = spawned;
     const failed = new Promise<never>((_, reject) => {
       spawned.once('error', (error) =>
-        reject(new Error(`cannot start redis-server (${error.message}); install Debian's redis-server`)),
+        reject(
+          new Error(`cannot start redis-server (${error.message}); install Debian's redis-server`),
+        ),
       );
     });
     const probe = new Redis(port, '127.0.0.1', {
@@ -57,10 +65,20 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     try {
       await Promise.race([
         failed,
-        waitFor(() => probe.connect().then(() => probe.ping()).then(() => true, () => false), {
-          timeoutMs: 10_000,
-          what: `redis-server on port ${port}`,
-        }),
+        waitFor(
+          () =>
+            probe
+              .connect()
+              .then(() => probe.ping())
+              .then(
+                () => true,
+                () => false,
+              ),
+          {
+            timeoutMs: 10_000,
+            what: `redis-server on port ${port}`,
+          },
+        ),
       ]);
     } finally {
       probe.disconnect();

@@ -7,13 +7,21 @@ import { TEST_SECRET } from './test-receiver.js';
 export function postSigned(
   app: Express,
   body: string | Buffer | object,
-  { secret = TEST_SECRET, headers = {} as Record<string, string> } = {},
+  {
+    secret = TEST_SECRET,
+    headers = {} as Record<string, string>,
+    path = '/webhooks/feedback',
+  } = {},
 ) {
   const raw = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
-  return request(app)
-    .post('/webhooks/feedback')
-    .set('Content-Type', 'application/json')
-    .set('X-Ybug-Signature', signHmacSha256(raw, secret))
-    .set(headers)
-    .send(raw);
+  return (
+    request(app)
+      .post(path)
+      .set('Content-Type', 'application/json')
+      .set('X-Ybug-Signature', signHmacSha256(raw, secret))
+      .set(headers)
+      // superagent would JSON-encode a Buffer sent as application/json; send the bytes as they are.
+      .serialize((data: unknown) => data as string)
+      .send(raw)
+  );
 }

@@ -51,10 +51,15 @@ describe('loadConfig', () => {
   });
 
   it('reads one secret per line from WEBHOOK_SECRET_FILE', () => {
-    const files: Record<string, string> = { '/run/secrets/webhook': 'new-secret\r\nold-secret\n\n' };
-    const config = loadConfig({ WEBHOOK_SECRET_FILE: '/run/secrets/webhook' }, {
-      readFile: (path) => files[path]!,
-    });
+    const files: Record<string, string> = {
+      '/run/secrets/webhook': 'new-secret\r\nold-secret\n\n',
+    };
+    const config = loadConfig(
+      { WEBHOOK_SECRET_FILE: '/run/secrets/webhook' },
+      {
+        readFile: (path) => files[path]!,
+      },
+    );
     expect(config.webhook.secrets).toEqual(['new-secret', 'old-secret']);
   });
 

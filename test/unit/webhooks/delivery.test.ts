@@ -32,9 +32,9 @@ describe('interpretPayload', () => {
   });
 
   it('ignores other events without validating them', () => {
-    expect(interpretPayload(bytes({ event: 'feedback.deleted', data: 42 }), { receivedAt })).toEqual(
-      { kind: 'ignored', event: 'feedback.deleted' },
-    );
+    expect(
+      interpretPayload(bytes({ event: 'feedback.deleted', data: 42 }), { receivedAt }),
+    ).toEqual({ kind: 'ignored', event: 'feedback.deleted' });
   });
 
   it('calls a body that is not JSON unparseable', () => {

@@ -1,0 +1,72 @@
+/**
+ * The public API, for people who embed the receiver in their own Express app, sign deliveries
+ * in their tests, or write code against the delivery types.
+ */
+export { loadConfig, ConfigError, type Config, type WebhookConfig } from './config.js';
+export { createLogger, type Logger } from './logger.js';
+export { ERROR_CODES, problem, type ErrorCode, type Problem } from './errors.js';
+
+export { createApp, type AppDeps } from './http/app.js';
+export {
+  createWebhookRouter,
+  WEBHOOK_PATH,
+  type WebhookRouteDeps,
+  type WebhookRouterOptions,
+} from './http/webhook-route.js';
+export {
+  createReceiverDeps,
+  startReceiver,
+  type ReceiverDeps,
+  type RunningReceiver,
+} from './receiver.js';
+
+export {
+  createDeliveryQueue,
+  DELIVERIES_QUEUE,
+  type DeliveryQueue,
+  type DeliveryQueueProducer,
+  type EnqueueResult,
+} from './queue/deliveries-queue.js';
+export {
+  createQuarantine,
+  type Quarantine,
+  type QuarantineEntry,
+  type QuarantineSummary,
+  type ReplayResult,
+} from './queue/quarantine.js';
+export { createProducerConnection } from './queue/redis.js';
+
+export {
+  AssigneeSchema,
+  ClientContextSchema,
+  CustomFieldSchema,
+  FeedbackRecordSchema,
+  GeoSchema,
+  TagSchema,
+  type Assignee,
+  type ClientContext,
+  type CustomField,
+  type FeedbackRecord,
+  type Geo,
+  type Tag,
+} from './webhooks/feedback-record.js';
+export {
+  FEEDBACK_CREATED,
+  interpretPayload,
+  jobIdFor,
+  type Delivery,
+  type Interpretation,
+} from './webhooks/delivery.js';
+export { signHmacSha256, verifyHmacSha256 } from './webhooks/hmac-sha256.js';
+export {
+  signStandardWebhook,
+  verifyStandardWebhook,
+  type StandardWebhookMessage,
+} from './webhooks/standard-webhooks.js';
+export {
+  createSignatureScheme,
+  SIGNATURE_SCHEMES,
+  type SignatureScheme,
+  type SignatureSchemeName,
+} from './webhooks/signature-scheme.js';
+export type { SignatureCheck, SignatureFailure } from './webhooks/signature-check.js';

@@ -1,0 +1,102 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { Queue } from 'bullmq';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
+import { runCli, type CliProcess } from '../helpers/cli-process.js';
+import { freePort } from '../helpers/free-port.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const sh = promisify(execFile);
+const SECRET = 'e2e-secret-4be1';
+
+/** The README's "Try a delivery" commands, pointed at the receiver under test. */
+function readmeWalkthrough(url: string): string {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const block = /## Try a delivery[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (!block) throw new Error('README.md has no "Try a delivery" sh block');
+  return block.replaceAll('http://127.0.0.1:3000', url);
+}
+
+let receiver: CliProcess | undefined;
+afterEach(async () => {
+  if (receiver && receiver.child.exitCode === null) {
+    receiver.child.kill('SIGKILL');
+    await receiver.exited();
+  }
+  receiver = undefined;
+});
+
+async function startServe(env: Record<string, string>) {
+  const port = await freePort();
+  receiver = runCli(['serve'], { PORT: String(port), HOST: '127.0.0.1', ...env });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    () =>
+      fetch(`${url}/healthz`).then(
+        (response) => response.ok,
+        () => false,
+      ),
+    { timeoutMs: 10_000, what: `feedback-receiver serve on ${url}\n${receiver.output()}` },
+  );
+  return url;
+}
+
+describe('feedback-receiver serve', () => {
+  it("runs the README's walk-through: openssl signs, curl posts, the job is in Redis", async () => {
+    const prefix = `e2e-${randomUUID().slice(0, 8)}`;
+    const redisUrl = inject('redisUrl');
+    const url = await startServe({
+      WEBHOOK_SECRET: 'dev-secret',
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: prefix,
+    });
+
+    const { stdout } = await sh('bash', ['-euo', 'pipefail', '-c', readmeWalkthrough(url)]);
+    expect(JSON.parse(stdout)).toEqual({ status: 'queued', id: 'feedback.created:fb_1' });
+
+    const queue = new Queue(DELIVERIES_QUEUE, { connection: { url: redisUrl }, prefix });
+    try {
+      const job = await queue.getJob('d-feedback.created%3Afb_1');
+      expect(job?.data.record).toEqual({ id: 'fb_1', title: 'Checkout button does nothing' });
+    } finally {
+      await queue.close();
+    }
+    expect(receiver?.output()).toContain('"msg":"delivery queued"');
+    expect(receiver?.output()).not.toContain('dev-secret');
+  });
+
+  it('stops cleanly with exit code 0 on SIGTERM', async () => {
+    await startServe({ WEBHOOK_SECRET: SECRET, REDIS_URL: inject('redisUrl') });
+    receiver!.child.kill('SIGTERM');
+    expect(await receiver!.exited()).toBe(0);
+    expect(receiver!.output()).toContain('receiver stopped');
+  });
+
+  it('refuses to start without a secret, naming the variable', async () => {
+    const cli = runCli(['serve'], { PORT: '0' });
+    expect(await cli.exited()).toBe(1);
+    expect(cli.output()).toMatch(/WEBHOOK_SECRET: required/);
+    expect(cli.output()).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('refuses a wrong value with a message naming the variable', async () => {
+    const cli = runCli(['serve'], { WEBHOOK_SECRET: SECRET, PORT: 'eighty' });
+    expect(await cli.exited()).toBe(1);
+    expect(cli.output()).toMatch(/PORT: expected a whole number/);
+  });
+
+  it('answers wrong usage with exit code 2', async () => {
+    const cli = runCli(['serv'], {});
+    expect(await cli.exited()).toBe(2);
+    expect(cli.output()).toMatch(/unknown command "serv"/);
+  });
+
+  it('prints help for the command', async () => {
+    const cli = runCli(['serve', '--help'], {});
+    expect(await cli.exited()).toBe(0);
+    expect(cli.output()).toMatch(/Usage: feedback-receiver serve/);
+  });
+});
