@@ -6,7 +6,7 @@ const docs = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf
 
 describe('the error code registry', () => {
   it('is documented code for code, with the same status', () => {
-    const documented = [...docs.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map(
+    const documented = [...docs.matchAll(/^\|\s*`([A-Z_]+)`\s*\|\s*(\d{3})\s*\|/gm)].map(
       ([, code, status]) => [code, Number(status)],
     );
     const registered = Object.entries(ERROR_CODES).map(([code, { status }]) => [code, status]);
