@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
+    reporters: ['default', './test/helpers/summary-reporter.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
   },
