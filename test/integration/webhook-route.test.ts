@@ -1,4 +1,7 @@
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Worker } from 'bullmq';
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -104,6 +107,14 @@ describe('POST /webhooks/feedback', () => {
     expect(response.body).toMatchObject({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
   });
 
+  it('answers 415 to a compressed body, whose signature would cover other bytes', async () => {
+    const response = await postSigned(receiver.app, record, {
+      headers: { 'Content-Encoding': 'gzip' },
+    });
+    expect(response.status).toBe(415);
+    expect(await receiver.deliveries.queue.count()).toBe(0);
+  });
+
   it('accepts application/*+json with a charset', async () => {
     const body = JSON.stringify(record);
     await request(receiver.app)
@@ -152,6 +163,18 @@ describe('POST /webhooks/feedback', () => {
     );
   });
 
+  it('writes neither the secret nor a signature to any log line', async () => {
+    const signature = signHmacSha256(JSON.stringify(record), TEST_SECRET);
+    await postSigned(receiver.app, record).expect(202);
+    await postSigned(receiver.app, record).expect(200);
+    await postSigned(receiver.app, record, { secret: 'wrong' }).expect(401);
+    await postSigned(receiver.app, 'not json').expect(202);
+    const logged = JSON.stringify(receiver.logs);
+    expect(receiver.logs.length).toBeGreaterThanOrEqual(4);
+    expect(logged).not.toContain(TEST_SECRET);
+    expect(logged).not.toContain(signature.slice('sha256='.length));
+  });
+
   it('answers 405 with Allow to other methods', async () => {
     const response = await request(receiver.app).get('/webhooks/feedback');
     expect(response.status).toBe(405);
@@ -175,6 +198,34 @@ describe('body limit', () => {
     const response = await postSigned(receiver.app, body);
     expect(response.status).toBe(413);
     expect(response.body).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+  });
+
+  it('answers 413 to a chunked body as soon as it passes the limit', async () => {
+    const server = receiver.app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const req = httpRequest({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/webhooks/feedback',
+        headers: {
+          'Content-Type': 'application/json',
+          'Transfer-Encoding': 'chunked',
+          'X-Ybug-Signature': `sha256=${'0'.repeat(64)}`,
+        },
+      });
+      // Send more than the limit but never end the body: the answer must not wait for the end.
+      req.write('x'.repeat(600));
+      req.write('x'.repeat(600));
+      const [response] = (await once(req, 'response')) as [IncomingMessage];
+      expect(response.statusCode).toBe(413);
+      req.destroy();
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 
   it('answers 413 before the signature check', async () => {

@@ -1,0 +1,60 @@
+/**
+ * Reads a request body as raw bytes, bounded. body-parser reads an oversized body to its end
+ * before it reports it; this stops at the limit, so a sender gets its 413 at once and a hostile
+ * one cannot make the receiver read megabytes it will refuse anyway.
+ */
+import type { IncomingMessage } from 'node:http';
+
+export class BodyTooLargeError extends Error {
+  override readonly name = 'BodyTooLargeError';
+}
+
+export class BodyIncompleteError extends Error {
+  override readonly name = 'BodyIncompleteError';
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * @throws {BodyTooLargeError} as soon as the declared or received size passes `limit`.
+ * @throws {BodyIncompleteError} if the client goes away before the body ends.
+ */
+export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (declared > limit) return Promise.reject(new BodyTooLargeError());
+  if (declared === 0) return Promise.resolve(EMPTY);
+
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onIncomplete);
+      req.off('close', onIncomplete);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        // Stop reading; answered with `Connection: close`, Node closes the socket afterwards.
+        req.pause();
+        reject(new BodyTooLargeError());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onIncomplete = () => {
+      cleanup();
+      reject(new BodyIncompleteError());
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onIncomplete);
+    req.on('close', onIncomplete);
+  });
+}
