@@ -1,7 +1,7 @@
 /**
- * The one place that reads the environment. Everything is validated once, at start, and the
- * result is frozen and passed down; a wrong value stops the process with a message that names
- * the variable and what it expects.
+ * The one place that reads the environment. Each role (receiver, worker) validates what it reads
+ * once, at start; the result is frozen and passed down. A wrong value stops the process with a
+ * message that names the variable and what it expects.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -38,9 +38,21 @@ const headerName = z
   .trim()
   .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'expected an HTTP header name');
 
-const EnvSchema = z.object({
-  PORT: integer(0, 65535).default(3000),
-  HOST: z.string().trim().min(1).default('0.0.0.0'),
+const booleanFlag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^(true|false|1|0|yes|no)$/, 'expected true or false')
+  .transform((text) => ['true', '1', 'yes'].includes(text));
+
+const httpUrl = z
+  .string()
+  .trim()
+  .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, 'expected an http:// or https:// URL')
+  .transform((url) => url.replace(/\/+$/, ''));
+
+/** Read by every role. */
+const SharedEnv = {
   REDIS_URL: z
     .string()
     .trim()
@@ -52,23 +64,50 @@ const EnvSchema = z.object({
     .regex(/^[^\s:]+$/, 'expected a key prefix without spaces or ":"')
     .default('feedback-receiver'),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  DEDUPE_TTL_SECONDS: integer(1).default(7 * 24 * 60 * 60),
+};
+
+const ReceiverEnv = z.object({
+  ...SharedEnv,
+  PORT: integer(0, 65535).default(3000),
+  HOST: z.string().trim().min(1).default('0.0.0.0'),
   WEBHOOK_SECRET: z.string().optional(),
   WEBHOOK_SECRET_FILE: z.string().trim().min(1).optional(),
   SIGNATURE_SCHEME: z.enum(SIGNATURE_SCHEMES).default('hmac-sha256'),
   SIGNATURE_HEADER: headerName.default('X-Ybug-Signature'),
   SIGNATURE_TOLERANCE_SECONDS: integer(1).default(300),
   BODY_LIMIT: byteSize.default(1024 * 1024),
-  DEDUPE_TTL_SECONDS: integer(1).default(7 * 24 * 60 * 60),
   INVALID_PAYLOAD: z.enum(INVALID_PAYLOAD_MODES).default('quarantine'),
 });
 
-export interface Config {
-  readonly port: number;
-  readonly host: string;
+const WorkerEnv = z.object({
+  ...SharedEnv,
+  FEEDBACK_API_URL: httpUrl.optional(),
+  FEEDBACK_API_TOKEN: z.string().optional(),
+  FEEDBACK_API_TOKEN_FILE: z.string().trim().min(1).optional(),
+  FEEDBACK_API_RATE_LIMIT: integer(1).default(100),
+  FEEDBACK_API_TIMEOUT_SECONDS: integer(1, 600).default(10),
+  HANDLERS: z.string().optional(),
+  WORKER_CONCURRENCY: integer(1, 1000).default(10),
+  SHUTDOWN_TIMEOUT_SECONDS: integer(0, 3600).default(30),
+  TRIAGE_RULES: z.string().trim().min(1).optional(),
+  TRIAGE_DRY_RUN: booleanFlag.default(false),
+});
+
+/** Read by every role. */
+export interface SharedConfig {
   readonly redisUrl: string;
   /** BullMQ's key prefix; every key this service writes starts with it. */
   readonly queuePrefix: string;
   readonly logLevel: LogLevel;
+  /** How long a delivery (and each handler run of it) is remembered, whatever happens to its job. */
+  readonly dedupeTtlSeconds: number;
+}
+
+/** What `feedback-receiver serve` needs. */
+export interface ReceiverConfig extends SharedConfig {
+  readonly port: number;
+  readonly host: string;
   readonly webhook: WebhookConfig;
 }
 
@@ -80,8 +119,32 @@ export interface WebhookConfig {
   readonly signatureHeader: string;
   readonly toleranceSeconds: number;
   readonly bodyLimitBytes: number;
-  readonly dedupeTtlSeconds: number;
   readonly invalidPayload: InvalidPayloadMode;
+}
+
+/** What `feedback-receiver work` needs. */
+export interface WorkerConfig extends SharedConfig {
+  readonly api: ApiConfig;
+  /** Module paths of custom handlers, as given in HANDLERS (resolved from the working directory). */
+  readonly handlerModules: readonly string[];
+  readonly concurrency: number;
+  readonly shutdownTimeoutSeconds: number;
+  /** Auto-triage, when TRIAGE_RULES names a rules file. */
+  readonly triage: TriageConfig | undefined;
+}
+
+export interface ApiConfig {
+  /** Base URL of the feedback API, without a trailing slash; undefined when not set. */
+  readonly baseUrl: string | undefined;
+  readonly token: string | undefined;
+  /** Requests a minute, all worker processes together. */
+  readonly rateLimitPerMinute: number;
+  readonly timeoutMs: number;
+}
+
+export interface TriageConfig {
+  readonly rulesPath: string;
+  readonly dryRun: boolean;
 }
 
 /** A configuration problem; its message is meant for the person who started the process. */
@@ -93,52 +156,140 @@ export interface LoadConfigOptions {
   readFile?: (path: string) => string;
 }
 
+type Env = NodeJS.ProcessEnv;
+
 /**
- * Validates the environment and returns a frozen configuration.
+ * Validates what the receiver reads from the environment and returns it frozen.
  *
  * @throws {ConfigError} naming every variable that is wrong or missing.
  * @example
- * const config = loadConfig({ WEBHOOK_SECRET: 'dev-secret' });
+ * const config = loadReceiverConfig({ WEBHOOK_SECRET: 'dev-secret' });
  */
-export function loadConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  { readFile = (path) => readFileSync(path, 'utf8') }: LoadConfigOptions = {},
-): Config {
-  // An empty variable (`PORT=`) means "not set", as most shells and compose files intend.
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
-  const parsed = EnvSchema.safeParse(present);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
-    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
-  }
-  const vars = parsed.data;
+export function loadReceiverConfig(
+  env: Env = process.env,
+  { readFile = readTextFile }: LoadConfigOptions = {},
+): ReceiverConfig {
+  const vars = parseEnv(ReceiverEnv, env);
   const secrets = readSecrets(vars.WEBHOOK_SECRET, vars.WEBHOOK_SECRET_FILE, readFile);
   if (vars.SIGNATURE_SCHEME === 'standard-webhooks') {
     secrets.forEach((secret, index) => {
       if (decodeStandardWebhookSecret(secret) === undefined) {
-        throw new ConfigError(
-          `Invalid configuration:\n  WEBHOOK_SECRET: secret #${index + 1} is not of the form whsec_<base64>, which SIGNATURE_SCHEME=standard-webhooks needs`,
+        throw invalid(
+          `WEBHOOK_SECRET: secret #${index + 1} is not of the form whsec_<base64>, which SIGNATURE_SCHEME=standard-webhooks needs`,
         );
       }
     });
   }
-
   return deepFreeze({
+    ...shared(vars),
     port: vars.PORT,
     host: vars.HOST,
-    redisUrl: vars.REDIS_URL,
-    queuePrefix: vars.QUEUE_PREFIX,
-    logLevel: vars.LOG_LEVEL,
     webhook: {
       scheme: vars.SIGNATURE_SCHEME,
       secrets,
       signatureHeader: vars.SIGNATURE_HEADER,
       toleranceSeconds: vars.SIGNATURE_TOLERANCE_SECONDS,
       bodyLimitBytes: vars.BODY_LIMIT,
-      dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,
       invalidPayload: vars.INVALID_PAYLOAD,
     },
   });
+}
+
+/**
+ * Validates what the worker reads from the environment and returns it frozen. The API's URL and
+ * token are required when auto-triage will call the API; custom handlers that call it without
+ * them get a clear error from the client.
+ *
+ * @throws {ConfigError} naming every variable that is wrong or missing.
+ */
+export function loadWorkerConfig(
+  env: Env = process.env,
+  { readFile = readTextFile }: LoadConfigOptions = {},
+): WorkerConfig {
+  const vars = parseEnv(WorkerEnv, env);
+  const token = readToken(vars.FEEDBACK_API_TOKEN, vars.FEEDBACK_API_TOKEN_FILE, readFile);
+  const triage =
+    vars.TRIAGE_RULES === undefined
+      ? undefined
+      : { rulesPath: vars.TRIAGE_RULES, dryRun: vars.TRIAGE_DRY_RUN };
+  if (triage && !triage.dryRun) {
+    const missing = [
+      vars.FEEDBACK_API_URL === undefined ? 'FEEDBACK_API_URL' : undefined,
+      token === undefined ? 'FEEDBACK_API_TOKEN (or FEEDBACK_API_TOKEN_FILE)' : undefined,
+    ].filter((name) => name !== undefined);
+    if (missing.length > 0) {
+      throw invalid(
+        `${missing.join(' and ')}: required when TRIAGE_RULES is set (or set TRIAGE_DRY_RUN=true)`,
+      );
+    }
+  }
+  return deepFreeze({
+    ...shared(vars),
+    api: {
+      baseUrl: vars.FEEDBACK_API_URL,
+      token,
+      rateLimitPerMinute: vars.FEEDBACK_API_RATE_LIMIT,
+      timeoutMs: vars.FEEDBACK_API_TIMEOUT_SECONDS * 1000,
+    },
+    handlerModules: (vars.HANDLERS ?? '')
+      .split(',')
+      .map((path) => path.trim())
+      .filter((path) => path.length > 0),
+    concurrency: vars.WORKER_CONCURRENCY,
+    shutdownTimeoutSeconds: vars.SHUTDOWN_TIMEOUT_SECONDS,
+    triage,
+  });
+}
+
+function parseEnv<Shape extends z.ZodRawShape>(schema: z.ZodObject<Shape>, env: Env) {
+  // An empty variable (`PORT=`) means "not set", as most shells and compose files intend.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw invalid(...lines);
+  }
+  return parsed.data;
+}
+
+function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>): SharedConfig {
+  return {
+    redisUrl: vars.REDIS_URL,
+    queuePrefix: vars.QUEUE_PREFIX,
+    logLevel: vars.LOG_LEVEL,
+    dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,
+  };
+}
+
+function invalid(...lines: string[]): ConfigError {
+  return new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+}
+
+function readTextFile(path: string): string {
+  return readFileSync(path, 'utf8');
+}
+
+function readFileNamed(variable: string, path: string, readFile: (path: string) => string) {
+  try {
+    return readFile(path);
+  } catch (error) {
+    const reason = error instanceof Error && 'code' in error ? String(error.code) : 'unreadable';
+    throw invalid(`${variable}: cannot read ${path} (${reason})`);
+  }
+}
+
+function readToken(
+  inline: string | undefined,
+  file: string | undefined,
+  readFile: (path: string) => string,
+): string | undefined {
+  if (inline !== undefined && file !== undefined) {
+    throw invalid('FEEDBACK_API_TOKEN and FEEDBACK_API_TOKEN_FILE are both set; set one of them');
+  }
+  const token = (
+    file === undefined ? inline : readFileNamed('FEEDBACK_API_TOKEN_FILE', file, readFile)
+  )?.trim();
+  return token === '' ? undefined : token;
 }
 
 function readSecrets(
@@ -147,38 +298,22 @@ function readSecrets(
   readFile: (path: string) => string,
 ): string[] {
   if (inline !== undefined && file !== undefined) {
-    throw new ConfigError(
-      'Invalid configuration:\n  WEBHOOK_SECRET and WEBHOOK_SECRET_FILE are both set; set one of them',
-    );
+    throw invalid('WEBHOOK_SECRET and WEBHOOK_SECRET_FILE are both set; set one of them');
   }
-  let secrets: string[];
-  let source: string;
-  if (file !== undefined) {
-    source = 'WEBHOOK_SECRET_FILE';
-    let text: string;
-    try {
-      text = readFile(file);
-    } catch (error) {
-      const reason = error instanceof Error && 'code' in error ? String(error.code) : 'unreadable';
-      throw new ConfigError(
-        `Invalid configuration:\n  WEBHOOK_SECRET_FILE: cannot read ${file} (${reason})`,
-      );
-    }
-    secrets = text.split(/\r?\n/);
-  } else {
-    source = 'WEBHOOK_SECRET';
-    secrets = (inline ?? '').split(',');
-  }
-  secrets = secrets.map((secret) => secret.trim()).filter((secret) => secret.length > 0);
-  if (secrets.length === 0) {
-    // Fail closed: a receiver without a secret would have to accept anything.
-    throw new ConfigError(
-      inline === undefined && file === undefined
-        ? 'Invalid configuration:\n  WEBHOOK_SECRET: required (or WEBHOOK_SECRET_FILE, a file with one secret per line); the receiver does not start without a secret'
-        : `Invalid configuration:\n  ${source}: holds no secret`,
-    );
-  }
-  return secrets;
+  const secrets = (
+    file === undefined
+      ? (inline ?? '').split(',')
+      : readFileNamed('WEBHOOK_SECRET_FILE', file, readFile).split(/\r?\n/)
+  )
+    .map((secret) => secret.trim())
+    .filter((secret) => secret.length > 0);
+  if (secrets.length > 0) return secrets;
+  // Fail closed: a receiver without a secret would have to accept anything.
+  throw invalid(
+    inline === undefined && file === undefined
+      ? 'WEBHOOK_SECRET: required (or WEBHOOK_SECRET_FILE, a file with one secret per line); the receiver does not start without a secret'
+      : `${file === undefined ? 'WEBHOOK_SECRET' : 'WEBHOOK_SECRET_FILE'}: holds no secret`,
+  );
 }
 
 function deepFreeze<T>(value: T): T {

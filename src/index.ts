@@ -2,7 +2,17 @@
  * The public API, for people who embed the receiver in their own Express app, sign deliveries
  * in their tests, or write code against the delivery types.
  */
-export { loadConfig, ConfigError, type Config, type WebhookConfig } from './config.js';
+export {
+  ConfigError,
+  loadReceiverConfig,
+  loadWorkerConfig,
+  type ApiConfig,
+  type ReceiverConfig,
+  type SharedConfig,
+  type TriageConfig,
+  type WebhookConfig,
+  type WorkerConfig,
+} from './config.js';
 export { createLogger, type Logger } from './logger.js';
 export { ERROR_CODES, problem, type ErrorCode, type Problem } from './errors.js';
 

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
-import type { Config } from './config.js';
+import type { ReceiverConfig } from './config.js';
 import { createApp, type AppDeps } from './http/app.js';
 import type { Logger } from './logger.js';
 import { createDeliveryQueue, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
@@ -27,15 +27,15 @@ export interface ReceiverDeps extends AppDeps {
  * Everything the webhook route and the app need, built from a configuration.
  *
  * @example
- * const deps = createReceiverDeps(loadConfig(), createLogger({ level: 'info' }));
+ * const deps = createReceiverDeps(loadReceiverConfig(), createLogger({ level: 'info' }));
  * myApp.use(createWebhookRouter(deps)); // before express.json()
  */
-export function createReceiverDeps(config: Config, logger: Logger): ReceiverDeps {
+export function createReceiverDeps(config: ReceiverConfig, logger: Logger): ReceiverDeps {
   const connection = createProducerConnection(config.redisUrl, logger);
   const deliveries = createDeliveryQueue({
     connection,
     prefix: config.queuePrefix,
-    dedupeTtlSeconds: config.webhook.dedupeTtlSeconds,
+    dedupeTtlSeconds: config.dedupeTtlSeconds,
   });
   // The queue shares the producer connection, whose state is already logged once per outage.
   deliveries.queue.on('error', (error: Error) => {
@@ -65,7 +65,10 @@ export interface RunningReceiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(config: Config, logger: Logger): Promise<RunningReceiver> {
+export async function startReceiver(
+  config: ReceiverConfig,
+  logger: Logger,
+): Promise<RunningReceiver> {
   const deps = createReceiverDeps(config, logger);
   const server = createServer(createApp(deps));
   // Bounded waits for slow or stalled clients, so they cannot hold connections open for long.

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config.js';
+import { loadReceiverConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { startReceiver } from '../receiver.js';
 
@@ -9,7 +9,7 @@ Configured through environment variables (see the README); WEBHOOK_SECRET or
 WEBHOOK_SECRET_FILE is required.`;
 
 export async function serve(): Promise<void> {
-  const config = loadConfig();
+  const config = loadReceiverConfig();
   const logger = createLogger({ level: config.logLevel });
   const receiver = await startReceiver(config, logger);
 

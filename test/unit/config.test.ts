@@ -1,11 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadReceiverConfig, loadWorkerConfig } from '../../src/config.js';
 
 const minimal = { WEBHOOK_SECRET: 'dev-secret' };
 
-function configError(env: NodeJS.ProcessEnv, readFile?: (path: string) => string): string {
+function configError(
+  env: NodeJS.ProcessEnv,
+  readFile?: (path: string) => string,
+  load: typeof loadReceiverConfig | typeof loadWorkerConfig = loadReceiverConfig,
+): string {
   try {
-    loadConfig(env, readFile ? { readFile } : {});
+    load(env, readFile ? { readFile } : {});
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
     return (error as ConfigError).message;
@@ -13,28 +17,28 @@ function configError(env: NodeJS.ProcessEnv, readFile?: (path: string) => string
   throw new Error('expected a ConfigError');
 }
 
-describe('loadConfig', () => {
+describe('loadReceiverConfig', () => {
   it('fills in every default', () => {
-    expect(loadConfig(minimal)).toEqual({
+    expect(loadReceiverConfig(minimal)).toEqual({
       port: 3000,
       host: '0.0.0.0',
       redisUrl: 'redis://127.0.0.1:6379',
       queuePrefix: 'feedback-receiver',
       logLevel: 'info',
+      dedupeTtlSeconds: 604800,
       webhook: {
         scheme: 'hmac-sha256',
         secrets: ['dev-secret'],
         signatureHeader: 'X-Ybug-Signature',
         toleranceSeconds: 300,
         bodyLimitBytes: 1024 * 1024,
-        dedupeTtlSeconds: 604800,
         invalidPayload: 'quarantine',
       },
     });
   });
 
   it('returns a frozen configuration', () => {
-    const config = loadConfig(minimal);
+    const config = loadReceiverConfig(minimal);
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.webhook.secrets)).toBe(true);
   });
@@ -46,7 +50,7 @@ describe('loadConfig', () => {
   });
 
   it('accepts several comma-separated secrets for rotation', () => {
-    const config = loadConfig({ WEBHOOK_SECRET: 'new-secret, old-secret' });
+    const config = loadReceiverConfig({ WEBHOOK_SECRET: 'new-secret, old-secret' });
     expect(config.webhook.secrets).toEqual(['new-secret', 'old-secret']);
   });
 
@@ -54,7 +58,7 @@ describe('loadConfig', () => {
     const files: Record<string, string> = {
       '/run/secrets/webhook': 'new-secret\r\nold-secret\n\n',
     };
-    const config = loadConfig(
+    const config = loadReceiverConfig(
       { WEBHOOK_SECRET_FILE: '/run/secrets/webhook' },
       {
         readFile: (path) => files[path]!,
@@ -108,12 +112,77 @@ describe('loadConfig', () => {
   });
 
   it('parses sizes as Express writes them', () => {
-    expect(loadConfig({ ...minimal, BODY_LIMIT: '512kb' }).webhook.bodyLimitBytes).toBe(524288);
-    expect(loadConfig({ ...minimal, BODY_LIMIT: '2mb' }).webhook.bodyLimitBytes).toBe(2097152);
-    expect(loadConfig({ ...minimal, BODY_LIMIT: '1000' }).webhook.bodyLimitBytes).toBe(1000);
+    expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '512kb' }).webhook.bodyLimitBytes).toBe(
+      524288,
+    );
+    expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '2mb' }).webhook.bodyLimitBytes).toBe(
+      2097152,
+    );
+    expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '1000' }).webhook.bodyLimitBytes).toBe(
+      1000,
+    );
   });
 
   it('treats an empty variable as unset', () => {
-    expect(loadConfig({ ...minimal, PORT: '' }).port).toBe(3000);
+    expect(loadReceiverConfig({ ...minimal, PORT: '' }).port).toBe(3000);
+  });
+});
+
+describe('loadWorkerConfig', () => {
+  it('needs no webhook secret, and fills in every default', () => {
+    expect(loadWorkerConfig({})).toEqual({
+      redisUrl: 'redis://127.0.0.1:6379',
+      queuePrefix: 'feedback-receiver',
+      logLevel: 'info',
+      dedupeTtlSeconds: 604800,
+      api: { baseUrl: undefined, token: undefined, rateLimitPerMinute: 100, timeoutMs: 10_000 },
+      handlerModules: [],
+      concurrency: 10,
+      shutdownTimeoutSeconds: 30,
+      triage: undefined,
+    });
+  });
+
+  it('splits HANDLERS and trims the API URL', () => {
+    const config = loadWorkerConfig({
+      HANDLERS: './a.mjs, ./b.mjs,',
+      FEEDBACK_API_URL: 'https://api.example.com/',
+    });
+    expect(config.handlerModules).toEqual(['./a.mjs', './b.mjs']);
+    expect(config.api.baseUrl).toBe('https://api.example.com');
+  });
+
+  it('reads the token from FEEDBACK_API_TOKEN_FILE', () => {
+    const config = loadWorkerConfig(
+      { FEEDBACK_API_TOKEN_FILE: '/run/secrets/token' },
+      { readFile: () => 'tok_123\n' },
+    );
+    expect(config.api.token).toBe('tok_123');
+  });
+
+  it('requires the API URL and token for triage that sends PATCHes', () => {
+    const message = configError({ TRIAGE_RULES: 'rules.json' }, undefined, loadWorkerConfig);
+    expect(message).toMatch(/FEEDBACK_API_URL and FEEDBACK_API_TOKEN/);
+    const dryRun = loadWorkerConfig({ TRIAGE_RULES: 'rules.json', TRIAGE_DRY_RUN: 'true' });
+    expect(dryRun.triage).toEqual({ rulesPath: 'rules.json', dryRun: true });
+  });
+
+  it.each([
+    ['FEEDBACK_API_URL', 'api.example.com', /FEEDBACK_API_URL: expected an http/],
+    ['FEEDBACK_API_RATE_LIMIT', '0', /FEEDBACK_API_RATE_LIMIT: expected a whole number/],
+    ['WORKER_CONCURRENCY', 'many', /WORKER_CONCURRENCY: expected a whole number/],
+    ['TRIAGE_DRY_RUN', 'maybe', /TRIAGE_DRY_RUN: expected true or false/],
+    ['SHUTDOWN_TIMEOUT_SECONDS', '-5', /SHUTDOWN_TIMEOUT_SECONDS: expected a whole number/],
+  ])('names %s when it is %j', (name, value, message) => {
+    expect(configError({ [name]: value }, undefined, loadWorkerConfig)).toMatch(message);
+  });
+
+  it('never repeats the token in its messages', () => {
+    const message = configError(
+      { FEEDBACK_API_TOKEN: 'tok_secret_value', FEEDBACK_API_TOKEN_FILE: '/x' },
+      undefined,
+      loadWorkerConfig,
+    );
+    expect(message).not.toContain('tok_secret_value');
   });
 });
