@@ -80,3 +80,57 @@ export {
   type SignatureSchemeName,
 } from './webhooks/signature-scheme.js';
 export type { SignatureCheck, SignatureFailure } from './webhooks/signature-check.js';
+
+// Writing handlers, and talking to the feedback API.
+export {
+  defineHandler,
+  isHandler,
+  type DeliveryInfo,
+  type Handler,
+  type HandlerBackoff,
+  type HandlerContext,
+  type HandlerDefinition,
+} from './worker/handler.js';
+export { UnrecoverableError } from 'bullmq';
+export {
+  createApiClient,
+  type ApiClient,
+  type ApiClientOptions,
+  type FeedbackApi,
+  type RequestOptions,
+} from './api/client.js';
+export * from './api/api-errors.js';
+export type { FeedbackPatch, NewHook, Webhook } from './api/resources.js';
+export { WebhookSchema } from './api/resources.js';
+export type { RateLimiter } from './api/rate-limiter.js';
+export { createRedisRateLimiter } from './queue/api-rate-limiter.js';
+
+// Running and operating workers.
+export { startWorker, resolveHandlers, type StartWorkerOptions } from './worker-process.js';
+export {
+  startWorkerRuntime,
+  type WorkerRuntime,
+  type WorkerRuntimeOptions,
+} from './worker/runtime.js';
+export { createDeadLetter, type DeadLetter, type DeadLetterEntry } from './queue/dead-letter.js';
+export {
+  createHandlerRunsQueue,
+  HANDLER_RUNS_QUEUE,
+  type HandlerRunData,
+} from './queue/handler-runs-queue.js';
+export { createWorkerConnection } from './queue/redis.js';
+export {
+  createTriageHandler,
+  decideTriage,
+  TRIAGE_HANDLER_NAME,
+  type TriageDecision,
+} from './worker/triage/triage-handler.js';
+export {
+  loadTriageRules,
+  parseTriageRules,
+  TriageRulesError,
+  type Condition,
+  type FieldTest,
+  type TriageRule,
+  type TriageRules,
+} from './worker/triage/rules.js';

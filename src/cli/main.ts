@@ -4,9 +4,9 @@
  * sentence on stderr, never a stack trace.
  */
 import { createRequire } from 'node:module';
-import { ConfigError } from '../config.js';
 import { serve, serveHelp } from './serve.js';
 import { UsageError } from './usage-error.js';
+import { work, workHelp } from './work.js';
 
 interface Command {
   readonly summary: string;
@@ -21,6 +21,14 @@ const commands: Record<string, Command> = {
     run: async (args) => {
       if (args.length > 0) throw new UsageError(`serve takes no arguments, got: ${args.join(' ')}`);
       await serve();
+    },
+  },
+  work: {
+    summary: 'run a worker that hands deliveries to the handlers',
+    help: workHelp,
+    run: async (args) => {
+      if (args.length > 0) throw new UsageError(`work takes no arguments, got: ${args.join(' ')}`);
+      await work();
     },
   },
 };
@@ -63,10 +71,11 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     console.error(`feedback-receiver: ${error.message}`);
     process.exit(2);
   }
-  const message =
-    error instanceof ConfigError
-      ? error.message
-      : `feedback-receiver: ${error instanceof Error ? error.message : String(error)}`;
-  console.error(message);
+  // Start-up problems (configuration, handler modules, rules file) explain themselves; anything
+  // else gets the command's name in front. Never a stack trace.
+  const message = error instanceof Error ? error.message : String(error);
+  console.error(
+    message.startsWith('Invalid configuration') ? message : `feedback-receiver: ${message}`,
+  );
   process.exit(1);
 });

@@ -1,7 +1,7 @@
 /**
  * Redis connections by role, as BullMQ's production guide sets them. The receiver's producer
  * fails fast, so a sender gets a 503 in well under two seconds instead of waiting on a dead
- * Redis; workers (later) wait patiently instead.
+ * Redis; workers wait patiently instead.
  */
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
@@ -24,6 +24,20 @@ export function createProducerConnection(url: string, logger: Logger): Redis {
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
   });
   reportConnectionState(connection, logger.child({ redis: 'producer' }));
+  return connection;
+}
+
+/**
+ * A worker's connection: it waits for Redis instead of failing, since a worker has nobody to
+ * answer and should simply carry on when Redis is back (BullMQ requires this for workers).
+ */
+export function createWorkerConnection(url: string, logger: Logger): Redis {
+  const connection = new Redis(url, {
+    maxRetriesPerRequest: null,
+    connectionName: 'feedback-receiver:worker',
+    retryStrategy: (attempt) => Math.min(attempt * 200, 5_000),
+  });
+  reportConnectionState(connection, logger.child({ redis: 'worker' }));
   return connection;
 }
 

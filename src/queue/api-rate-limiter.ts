@@ -1,0 +1,46 @@
+/**
+ * The API's rate limit, shared by every worker process through Redis: a sliding window of the
+ * last minute's requests. At most `limit` requests fall in any window, which satisfies the
+ * service's limit however it counts its own minutes.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { RateLimiter } from '../api/rate-limiter.js';
+
+// Redis's own clock, so that processes on machines whose clocks differ still agree.
+const ACQUIRE = `
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
+`;
+
+export interface RedisRateLimiterOptions {
+  readonly connection: Redis;
+  readonly prefix: string;
+  /** Requests per window, all processes together. */
+  readonly limit: number;
+  /** Default: 60 000 (a minute). */
+  readonly windowMs?: number;
+}
+
+export function createRedisRateLimiter({
+  connection,
+  prefix,
+  limit,
+  windowMs = 60_000,
+}: RedisRateLimiterOptions): RateLimiter {
+  const key = `${prefix}:api-rate-limit`;
+  return {
+    acquire: async () =>
+      Number(await connection.eval(ACQUIRE, 1, key, limit, windowMs, randomUUID())),
+  };
+}

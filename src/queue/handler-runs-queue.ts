@@ -1,0 +1,83 @@
+/**
+ * The `handler-runs` queue: one job per delivery and matching handler. Each has its handler's
+ * own attempts and backoff, so one handler is retried without re-running the others, and its
+ * failed jobs are the dead letter.
+ */
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import type { Delivery } from '../webhooks/delivery.js';
+import type { JobRetention } from './deliveries-queue.js';
+
+export const HANDLER_RUNS_QUEUE = 'handler-runs';
+
+export interface HandlerRunData {
+  readonly delivery: Delivery;
+  /** Set when the handler's `where` threw while routing; the run then fails with it. */
+  readonly whereError?: string;
+}
+
+/** Failed runs are the dead letter, so they are kept longer than finished deliveries. */
+export const HANDLER_RUN_RETENTION: JobRetention = {
+  removeOnComplete: { age: 24 * 60 * 60, count: 10_000 },
+  removeOnFail: { age: 30 * 24 * 60 * 60, count: 100_000 },
+};
+
+export function createHandlerRunsQueue(connection: ConnectionOptions, prefix: string) {
+  return new Queue<HandlerRunData>(HANDLER_RUNS_QUEUE, { connection, prefix });
+}
+
+/** The run's job id: the delivery's job id and the handler's name (neither contains `:`). */
+export function handlerRunJobId(deliveryJobId: string, handlerName: string): string {
+  return `${deliveryJobId}.${handlerName}`;
+}
+
+/** How a handler's runs are retried; a worker's Handler has these fields. */
+export interface RunPolicy {
+  readonly name: string;
+  readonly attempts: number;
+  readonly backoff: {
+    readonly type: 'exponential' | 'fixed';
+    readonly delayMs: number;
+    readonly jitter: number;
+  };
+}
+
+export interface NewHandlerRun {
+  readonly handler: RunPolicy;
+  readonly whereError?: string | undefined;
+}
+
+/**
+ * Adds the runs of one delivery. Safe to repeat (after a crash mid-way, say): BullMQ's
+ * deduplication keeps each run's marker for `dedupeTtlSeconds` even after retention removes the
+ * finished job, so a handler that succeeded is never run again for the same delivery.
+ */
+export async function addHandlerRuns(
+  queue: Queue<HandlerRunData>,
+  delivery: Delivery,
+  deliveryJobId: string,
+  runs: readonly NewHandlerRun[],
+  {
+    dedupeTtlSeconds,
+    retention = HANDLER_RUN_RETENTION,
+  }: { dedupeTtlSeconds: number; retention?: JobRetention },
+): Promise<void> {
+  await queue.addBulk(
+    runs.map(({ handler, whereError }) => {
+      const jobId = handlerRunJobId(deliveryJobId, handler.name);
+      const opts: JobsOptions = {
+        ...retention,
+        jobId,
+        deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
+        attempts: handler.attempts,
+        backoff: {
+          type: handler.backoff.type,
+          delay: handler.backoff.delayMs,
+          jitter: handler.backoff.jitter,
+        },
+      };
+      const data: HandlerRunData =
+        whereError === undefined ? { delivery } : { delivery, whereError };
+      return { name: handler.name, data, opts };
+    }),
+  );
+}

@@ -1,0 +1,82 @@
+/**
+ * Wires a running worker from a configuration: its Redis connection, the shared rate limiter,
+ * the API client, the handlers (custom modules and enabled built-ins) and the runtime.
+ * `feedback-receiver work` is `startWorker` and a signal handler.
+ */
+import { createApiClient } from './api/client.js';
+import type { WorkerConfig } from './config.js';
+import type { Logger } from './logger.js';
+import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
+import { createWorkerConnection } from './queue/redis.js';
+import type { Handler } from './worker/handler.js';
+import { assertUniqueNames, HandlerLoadError, loadHandlerModules } from './worker/load-handlers.js';
+import { startWorkerRuntime, type WorkerRuntime } from './worker/runtime.js';
+import { loadTriageRules } from './worker/triage/rules.js';
+import { createTriageHandler } from './worker/triage/triage-handler.js';
+
+export interface StartWorkerOptions {
+  /** Handlers given in code, in addition to HANDLERS and the built-ins. */
+  readonly handlers?: readonly Handler[];
+  /** See WorkerRuntimeOptions.lockDurationMs. */
+  readonly lockDurationMs?: number;
+}
+
+/**
+ * @throws {HandlerLoadError} when a handler module cannot be used, or no handler is enabled.
+ * @throws {TriageRulesError} when the rules file is not valid.
+ */
+export async function resolveHandlers(
+  config: WorkerConfig,
+  extra: readonly Handler[] = [],
+): Promise<Handler[]> {
+  const handlers = [...extra, ...(await loadHandlerModules(config.handlerModules))];
+  if (config.triage) {
+    const rules = loadTriageRules(config.triage.rulesPath);
+    handlers.push(createTriageHandler({ rules, dryRun: config.triage.dryRun }));
+  }
+  assertUniqueNames(handlers);
+  if (handlers.length === 0) {
+    // Without a handler every delivery would be consumed and dropped; refuse instead.
+    throw new HandlerLoadError(
+      'no handlers: set TRIAGE_RULES to enable auto-triage, or HANDLERS to load your own',
+    );
+  }
+  return handlers;
+}
+
+export async function startWorker(
+  config: WorkerConfig,
+  logger: Logger,
+  options: StartWorkerOptions = {},
+): Promise<WorkerRuntime & { close(): Promise<void> }> {
+  const handlers = await resolveHandlers(config, options.handlers);
+  const connection = createWorkerConnection(config.redisUrl, logger);
+  const api = createApiClient({
+    baseUrl: config.api.baseUrl,
+    token: config.api.token,
+    timeoutMs: config.api.timeoutMs,
+    rateLimiter: createRedisRateLimiter({
+      connection,
+      prefix: config.queuePrefix,
+      limit: config.api.rateLimitPerMinute,
+    }),
+    logger,
+  });
+  const runtime = await startWorkerRuntime({
+    connection,
+    prefix: config.queuePrefix,
+    handlers,
+    api,
+    logger,
+    concurrency: config.concurrency,
+    dedupeTtlSeconds: config.dedupeTtlSeconds,
+    ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
+  });
+  return {
+    ...runtime,
+    close: async () => {
+      await runtime.close(config.shutdownTimeoutSeconds * 1000);
+      await connection.quit().catch(() => connection.disconnect());
+    },
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * The handler API: what a user writes to act on deliveries. A handler names itself, says which
+ * deliveries it wants, and handles one at a time; the worker runs each handler's share of a
+ * delivery as its own job, so it is retried on its own and never re-run once it succeeded.
+ */
+import type { FeedbackApi } from '../api/client.js';
+import type { Logger } from '../logger.js';
+import { FEEDBACK_CREATED } from '../webhooks/delivery.js';
+import type { FeedbackRecord } from '../webhooks/feedback-record.js';
+
+export interface DeliveryInfo {
+  /** Identifies the delivery across retries; the same for every handler of it. */
+  readonly key: string;
+  readonly event: string;
+  /** When the receiver accepted it, ISO 8601 UTC. */
+  readonly receivedAt: string;
+}
+
+export interface HandlerContext {
+  /** The feedback record the delivery carries, validated. */
+  readonly record: FeedbackRecord;
+  readonly delivery: DeliveryInfo;
+  /** The feedback API, within the shared rate limit, logging through `logger`. */
+  readonly api: FeedbackApi;
+  /** Carries the delivery key and the handler's name on every line. */
+  readonly logger: Logger;
+  /** 1 on the first run, 2 on the first retry, and so on. */
+  readonly attempt: number;
+  /** Fires when the worker shuts down and can wait no longer; the run then happens again later. */
+  readonly signal: AbortSignal;
+}
+
+export interface HandlerBackoff {
+  /** Default: exponential. */
+  readonly type?: 'exponential' | 'fixed';
+  /** The first retry's delay; exponential doubles it each time. Default: 1 000. */
+  readonly delayMs?: number;
+  /** Share of the delay drawn at random, 0 to 1, so retries of many runs spread out. Default: 0.5. */
+  readonly jitter?: number;
+}
+
+export interface HandlerDefinition {
+  /** Unique among the worker's handlers; letters, digits, `-`, `_` and `.`. */
+  readonly name: string;
+  /** Events it handles. Default: `['feedback.created']`. */
+  readonly events?: readonly string[];
+  /** Handles only the records for which this returns true. Default: every record. */
+  readonly where?: (record: FeedbackRecord) => boolean;
+  /** Runs before the run goes to the dead letter. Default: 8. */
+  readonly attempts?: number;
+  readonly backoff?: HandlerBackoff;
+  /** Does the work. What it returns is kept with the finished job. Throw to retry. */
+  handle(context: HandlerContext): unknown;
+}
+
+const HANDLER = Symbol.for('feedback-receiver.Handler');
+
+export interface Handler {
+  readonly [HANDLER]: true;
+  readonly name: string;
+  readonly events: readonly string[];
+  readonly where: ((record: FeedbackRecord) => boolean) | undefined;
+  readonly attempts: number;
+  readonly backoff: Required<HandlerBackoff>;
+  readonly handle: (context: HandlerContext) => unknown;
+}
+
+export const DEFAULT_ATTEMPTS = 8;
+export const DEFAULT_BACKOFF: Required<HandlerBackoff> = {
+  type: 'exponential',
+  delayMs: 1_000,
+  jitter: 0.5,
+};
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/**
+ * Declares a handler.
+ *
+ * @throws {TypeError} when the definition is not usable (bad name, attempts, events or handle).
+ * @example
+ * export default defineHandler({
+ *   name: 'log-low-ratings',
+ *   where: (record) => (record.rating ?? 5) <= 2,
+ *   async handle({ record, logger }) {
+ *     logger.info({ rating: record.rating }, 'low rating');
+ *   },
+ * });
+ */
+export function defineHandler(definition: HandlerDefinition): Handler {
+  const { name, events = [FEEDBACK_CREATED], where, attempts = DEFAULT_ATTEMPTS } = definition;
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw new TypeError(
+      `Handler name ${JSON.stringify(name)} is not usable: use 1 to 64 letters, digits, "-", "_" or "."`,
+    );
+  }
+  if (typeof definition.handle !== 'function') {
+    throw new TypeError(`Handler "${name}" has no handle function`);
+  }
+  if (!Number.isInteger(attempts) || attempts < 1) {
+    throw new TypeError(`Handler "${name}": attempts must be a whole number of at least 1`);
+  }
+  if (
+    !Array.isArray(events) ||
+    events.length === 0 ||
+    !events.every((e) => typeof e === 'string')
+  ) {
+    throw new TypeError(`Handler "${name}": events must be a non-empty list of event names`);
+  }
+  if (where !== undefined && typeof where !== 'function') {
+    throw new TypeError(`Handler "${name}": where must be a function of the record`);
+  }
+  const backoff = { ...DEFAULT_BACKOFF, ...definition.backoff };
+  if (!(backoff.delayMs >= 0) || !(backoff.jitter >= 0 && backoff.jitter <= 1)) {
+    throw new TypeError(`Handler "${name}": backoff needs delayMs >= 0 and jitter from 0 to 1`);
+  }
+  return Object.freeze({
+    [HANDLER]: true as const,
+    name,
+    events: Object.freeze([...events]),
+    where: where,
+    attempts,
+    backoff: Object.freeze(backoff),
+    handle: definition.handle.bind(definition),
+  });
+}
+
+/** True for what defineHandler returns, even from another copy of this package. */
+export function isHandler(value: unknown): value is Handler {
+  return value !== null && typeof value === 'object' && HANDLER in value;
+}
