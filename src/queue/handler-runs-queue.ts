@@ -4,7 +4,7 @@
  * failed jobs are the dead letter.
  */
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
-import type { Delivery } from '../webhooks/delivery.js';
+import { jobIdFor, type Delivery } from '../webhooks/delivery.js';
 import type { JobRetention } from './deliveries-queue.js';
 
 export const HANDLER_RUNS_QUEUE = 'handler-runs';
@@ -25,9 +25,12 @@ export function createHandlerRunsQueue(connection: ConnectionOptions, prefix: st
   return new Queue<HandlerRunData>(HANDLER_RUNS_QUEUE, { connection, prefix });
 }
 
-/** The run's job id: the delivery's job id and the handler's name (neither contains `:`). */
-export function handlerRunJobId(deliveryJobId: string, handlerName: string): string {
-  return `${deliveryJobId}.${handlerName}`;
+/**
+ * The run's job id: the delivery's job id (derived from its key) and the handler's name, so a
+ * delivery has one run per handler however often it is routed. Neither part contains `:`.
+ */
+export function handlerRunJobId(deliveryKey: string, handlerName: string): string {
+  return `${jobIdFor(deliveryKey)}.${handlerName}`;
 }
 
 /** How a handler's runs are retried; a worker's Handler has these fields. */
@@ -54,7 +57,6 @@ export interface NewHandlerRun {
 export async function addHandlerRuns(
   queue: Queue<HandlerRunData>,
   delivery: Delivery,
-  deliveryJobId: string,
   runs: readonly NewHandlerRun[],
   {
     dedupeTtlSeconds,
@@ -63,7 +65,7 @@ export async function addHandlerRuns(
 ): Promise<void> {
   await queue.addBulk(
     runs.map(({ handler, whereError }) => {
-      const jobId = handlerRunJobId(deliveryJobId, handler.name);
+      const jobId = handlerRunJobId(delivery.key, handler.name);
       const opts: JobsOptions = {
         ...retention,
         jobId,

@@ -85,7 +85,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     const routes = route(handlers, job.data);
     const names = routes.map((entry) => entry.handler.name);
     if (routes.length > 0) {
-      await addHandlerRuns(handlerRuns, job.data, job.id ?? job.data.key, routes, {
+      await addHandlerRuns(handlerRuns, job.data, routes, {
         dedupeTtlSeconds,
         ...(options.retention ? { retention: options.retention } : {}),
       });

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { FeedbackPatch } from '../../api/resources.js';
-import { stripJsonComments } from './strip-json-comments.js';
+import { parseJsonc } from './jsonc.js';
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
@@ -139,14 +139,14 @@ export class TriageRulesError extends Error {
 }
 
 /**
- * Parses and validates a rules file's text (JSON; `//` and `/* *\/` comments allowed).
+ * Parses and validates a rules file's text: JSON, with comments and trailing commas allowed.
  *
  * @throws {TriageRulesError} with the JSON path of every problem, e.g. `rules[2].when.lte`.
  */
 export function parseTriageRules(text: string, source: string): TriageRules {
   let json: unknown;
   try {
-    json = JSON.parse(stripJsonComments(text));
+    json = parseJsonc(text);
   } catch (error) {
     throw new TriageRulesError(
       `TRIAGE_RULES ${source}: not JSON: ${error instanceof Error ? error.message : String(error)}`,

@@ -1,0 +1,112 @@
+/**
+ * A worker runtime (and a producer to feed it) against the test run's Redis, under a key prefix
+ * of its own, with its log lines captured.
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { inject } from 'vitest';
+import { createApiClient, type ApiClient } from '../../src/api/client.js';
+import { createLogger } from '../../src/logger.js';
+import { createDeliveryQueue, DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
+import { createProducerConnection, createWorkerConnection } from '../../src/queue/redis.js';
+import type { Delivery } from '../../src/webhooks/delivery.js';
+import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
+import type { Handler } from '../../src/worker/handler.js';
+import { startWorkerRuntime, type WorkerRuntime } from '../../src/worker/runtime.js';
+import { waitFor } from './wait-for.js';
+
+export interface TestWorkerEnv {
+  readonly prefix: string;
+  readonly logs: Record<string, unknown>[];
+  /** Puts a feedback.created delivery for `record` in the deliveries queue, as the receiver does. */
+  deliver(record: FeedbackRecord): Promise<Delivery>;
+  /** Starts a worker runtime; several may run at once, as separate workers would. */
+  startWorker(options: {
+    handlers: Handler[];
+    api?: ApiClient;
+    concurrency?: number;
+    lockDurationMs?: number;
+  }): Promise<WorkerRuntime>;
+  /** Resolves once `count` handler runs have completed (and fails at the deadline). */
+  completedRuns(count: number, timeoutMs?: number): Promise<void>;
+  /** Resolves once `count` handler runs have failed for good. */
+  failedRuns(count: number, timeoutMs?: number): Promise<void>;
+  readonly deliveries: Queue<Delivery>;
+  close(): Promise<void>;
+}
+
+export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
+  const prefix = `test-${randomUUID().slice(0, 8)}`;
+  const redisUrl = inject('redisUrl');
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: 'debug',
+    destination: { write: (line: string) => void logs.push(JSON.parse(line)) },
+  });
+  const producerConnection = createProducerConnection(redisUrl, logger);
+  const producer = createDeliveryQueue({
+    connection: producerConnection,
+    prefix,
+    dedupeTtlSeconds: 3600,
+  });
+  await waitFor(() => producerConnection.status === 'ready', { what: 'redis' });
+  await producer.queue.waitUntilReady();
+
+  const runtimes: WorkerRuntime[] = [];
+  const connections = [producerConnection];
+  const unlimitedApi = createApiClient({ baseUrl: undefined, token: undefined });
+  let handlerRuns: Queue | undefined;
+
+  const env: TestWorkerEnv = {
+    prefix,
+    logs,
+    deliveries: producer.queue,
+    async deliver(record) {
+      const delivery: Delivery = {
+        key: `feedback.created:${record.id}`,
+        event: 'feedback.created',
+        receivedAt: new Date().toISOString(),
+        record,
+      };
+      await producer.enqueue(delivery);
+      return delivery;
+    },
+    async startWorker({ handlers, api = unlimitedApi, concurrency = 5, lockDurationMs }) {
+      const connection = createWorkerConnection(redisUrl, logger);
+      connections.push(connection);
+      const runtime = await startWorkerRuntime({
+        connection,
+        prefix,
+        handlers,
+        api,
+        logger,
+        concurrency,
+        dedupeTtlSeconds: 3600,
+        ...(lockDurationMs ? { lockDurationMs } : {}),
+      });
+      runtimes.push(runtime);
+      handlerRuns ??= runtime.handlerRuns;
+      return runtime;
+    },
+    async completedRuns(count, timeoutMs = 10_000) {
+      await waitFor(async () => ((await handlerRuns?.getCompletedCount()) ?? 0) >= count, {
+        timeoutMs,
+        what: `${count} completed handler runs`,
+      });
+    },
+    async failedRuns(count, timeoutMs = 10_000) {
+      await waitFor(async () => ((await handlerRuns?.getFailedCount()) ?? 0) >= count, {
+        timeoutMs,
+        what: `${count} failed handler runs`,
+      });
+    },
+    async close() {
+      await Promise.all(runtimes.map((runtime) => runtime.close(1_000)));
+      await producer.close();
+      for (const connection of connections) connection.disconnect();
+    },
+  };
+  return env;
+}
+
+export { DELIVERIES_QUEUE };

@@ -1,0 +1,272 @@
+import { UnrecoverableError } from 'bullmq';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createApiClient } from '../../src/api/client.js';
+import { createDeadLetter } from '../../src/queue/dead-letter.js';
+import { handlerRunJobId } from '../../src/queue/handler-runs-queue.js';
+import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
+import {
+  API_TOKEN,
+  startFakeFeedbackApi,
+  type FakeFeedbackApi,
+} from '../helpers/fake-feedback-api.js';
+import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+let env: TestWorkerEnv;
+let api: FakeFeedbackApi;
+
+beforeAll(async () => {
+  api = await startFakeFeedbackApi();
+});
+afterAll(async () => {
+  await api.close();
+});
+beforeEach(async () => {
+  env = await createTestWorkerEnv();
+  api.respondWith(undefined);
+  api.requests.length = 0;
+});
+afterEach(async () => {
+  await env.close();
+});
+
+const fast = { delayMs: 10, jitter: 0 };
+const apiClient = () => createApiClient({ baseUrl: api.url, token: API_TOKEN });
+
+describe('the worker runtime', () => {
+  it('routes each delivery to the handlers of its event whose where holds', async () => {
+    const seen: string[] = [];
+    const record =
+      (name: string) =>
+      async ({ record }: HandlerContext) => {
+        seen.push(`${name}:${record.id}`);
+      };
+    await env.startWorker({
+      handlers: [
+        defineHandler({ name: 'all', handle: record('all') }),
+        defineHandler({ name: 'low', where: (r) => (r.rating ?? 5) <= 2, handle: record('low') }),
+        defineHandler({ name: 'deleted', events: ['feedback.deleted'], handle: record('deleted') }),
+      ],
+    });
+    await env.deliver({ id: 'fb_low', rating: 1 });
+    await env.deliver({ id: 'fb_high', rating: 5 });
+    await env.completedRuns(3);
+    expect(seen.sort()).toEqual(['all:fb_high', 'all:fb_low', 'low:fb_low']);
+  });
+
+  it('gives a handler the record, the delivery, a logger with the key, and the attempt', async () => {
+    let context: HandlerContext | undefined;
+    await env.startWorker({
+      handlers: [defineHandler({ name: 'look', handle: (ctx) => void (context = ctx) })],
+    });
+    const delivery = await env.deliver({ id: 'fb_ctx', title: 'Hello' });
+    await env.completedRuns(1);
+    expect(context).toMatchObject({
+      record: { id: 'fb_ctx', title: 'Hello' },
+      delivery: { key: delivery.key, event: 'feedback.created', receivedAt: delivery.receivedAt },
+      attempt: 1,
+    });
+    expect(context?.signal.aborted).toBe(false);
+    expect(env.logs).toContainEqual(
+      expect.objectContaining({ msg: 'handler run', handler: 'look', deliveryKey: delivery.key }),
+    );
+  });
+
+  it('retries a failing handler on its own, and never re-runs one that succeeded', async () => {
+    let steady = 0;
+    let flaky = 0;
+    await env.startWorker({
+      handlers: [
+        defineHandler({ name: 'steady', handle: () => void (steady += 1) }),
+        defineHandler({
+          name: 'flaky',
+          attempts: 3,
+          backoff: fast,
+          handle: () => {
+            flaky += 1;
+            if (flaky < 3) throw new Error(`flake ${flaky}`);
+          },
+        }),
+      ],
+    });
+    await env.deliver({ id: 'fb_1' });
+    await env.completedRuns(2);
+    expect({ steady, flaky }).toEqual({ steady: 1, flaky: 3 });
+  });
+
+  it('does not run a handler twice when the same delivery is routed again', async () => {
+    let runs = 0;
+    await env.startWorker({
+      handlers: [defineHandler({ name: 'once', handle: () => void (runs += 1) })],
+    });
+    const delivery = await env.deliver({ id: 'fb_again' });
+    await env.completedRuns(1);
+    // As after a crash of the router between adding the runs and finishing its job, or a replay.
+    await env.deliveries.add('feedback.created', delivery, { jobId: 'replayed-routing' });
+    await waitFor(async () => (await env.deliveries.getCompletedCount()) >= 2, { what: 'routing' });
+    expect(runs).toBe(1);
+  });
+
+  it('does not retry an UnrecoverableError, and keeps it in the dead letter with the reason', async () => {
+    let runs = 0;
+    const runtime = await env.startWorker({
+      handlers: [
+        defineHandler({
+          name: 'hopeless',
+          backoff: fast,
+          handle: () => {
+            runs += 1;
+            throw new UnrecoverableError('this record can never be handled');
+          },
+        }),
+      ],
+    });
+    const delivery = await env.deliver({ id: 'fb_bad' });
+    await env.failedRuns(1);
+    expect(runs).toBe(1);
+    const [entry] = await createDeadLetter(runtime.handlerRuns).list();
+    expect(entry).toMatchObject({
+      id: handlerRunJobId(delivery.key, 'hopeless'),
+      handler: 'hopeless',
+      deliveryKey: delivery.key,
+      reason: 'this record can never be handled',
+      attempts: 1,
+    });
+  });
+
+  it("fails at once on the API's 404, and retries its 500s", async () => {
+    const calls: string[] = [];
+    api.respondWith((request) => {
+      calls.push(request.path);
+      if (request.path.endsWith('/fb_gone'))
+        return { status: 404, body: { errors: ['Not found'] } };
+      if (calls.filter((path) => path.endsWith('/fb_flaky')).length < 3) return { status: 500 };
+      return undefined;
+    });
+    await env.startWorker({
+      api: apiClient(),
+      handlers: [
+        defineHandler({
+          name: 'patch',
+          backoff: fast,
+          handle: ({ record, api: client, signal }) =>
+            client.updateFeedback(record.id, { priority_id: 3 }, { signal }),
+        }),
+      ],
+    });
+    await env.deliver({ id: 'fb_gone' });
+    await env.deliver({ id: 'fb_flaky' });
+    await env.failedRuns(1);
+    await env.completedRuns(1);
+    expect(calls.filter((path) => path.endsWith('/fb_gone'))).toHaveLength(1);
+    expect(calls.filter((path) => path.endsWith('/fb_flaky'))).toHaveLength(3);
+  });
+
+  it("waits out the API's 429 without spending an attempt", async () => {
+    let answered429 = false;
+    api.respondWith(() => {
+      if (answered429) return undefined;
+      answered429 = true;
+      return {
+        status: 429,
+        headers: { 'Retry-After': '0' },
+        body: { errors: ['Too many requests'] },
+      };
+    });
+    await env.startWorker({
+      api: apiClient(),
+      handlers: [
+        defineHandler({
+          name: 'patch-once',
+          attempts: 1, // a 429 that counted as an attempt would fail this run for good
+          handle: ({ record, api: client }) => client.updateFeedback(record.id, { status_id: 2 }),
+        }),
+      ],
+    });
+    await env.deliver({ id: 'fb_limited' });
+    await env.completedRuns(1);
+    expect(api.requests.map((request) => request.method)).toEqual(['PATCH', 'PATCH']);
+    expect(env.logs).toContainEqual(
+      expect.objectContaining({ outcome: 'delayed', source: 'service' }),
+    );
+  });
+
+  it('lists the dead letter and retries a run from it', async () => {
+    let broken = true;
+    const runtime = await env.startWorker({
+      handlers: [
+        defineHandler({
+          name: 'fixable',
+          attempts: 1,
+          handle: () => {
+            if (broken) throw new Error('downstream is down');
+          },
+        }),
+      ],
+    });
+    await env.deliver({ id: 'fb_dead_1' });
+    await env.deliver({ id: 'fb_dead_2' });
+    await env.failedRuns(2);
+    const deadLetter = createDeadLetter(runtime.handlerRuns);
+    expect(await deadLetter.count()).toBe(2);
+    const entries = await deadLetter.list();
+    expect(entries.map((entry) => entry.reason)).toEqual([
+      'downstream is down',
+      'downstream is down',
+    ]);
+
+    broken = false;
+    expect(await deadLetter.retry(entries[0]!.id)).toBe(true);
+    await env.completedRuns(1);
+    expect(await deadLetter.retry('no-such-run')).toBe(false);
+    expect(await deadLetter.retryAll()).toBe(1);
+    await env.completedRuns(2);
+    expect(await deadLetter.count()).toBe(0);
+  });
+
+  it('fails a run whose where() threw, so the delivery is not lost silently', async () => {
+    const runtime = await env.startWorker({
+      handlers: [
+        defineHandler({
+          name: 'picky',
+          where: () => {
+            throw new Error('where is broken');
+          },
+          handle: () => undefined,
+        }),
+      ],
+    });
+    await env.deliver({ id: 'fb_where' });
+    await env.failedRuns(1);
+    const [entry] = await createDeadLetter(runtime.handlerRuns).list();
+    expect(entry?.reason).toBe('where() threw: where is broken');
+  });
+
+  it('on shutdown, aborts a run that does not finish in time and puts it back for another worker', async () => {
+    let started = 0;
+    let secondRun = false;
+    const slow = defineHandler({
+      name: 'slow',
+      attempts: 1,
+      handle: async ({ signal }) => {
+        started += 1;
+        if (started > 1) {
+          secondRun = true;
+          return;
+        }
+        await new Promise((_, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason)),
+        );
+      },
+    });
+    const first = await env.startWorker({ handlers: [slow] });
+    await env.deliver({ id: 'fb_slow' });
+    await waitFor(() => started === 1, { what: 'the run to start' });
+    await first.close(100);
+    expect(env.logs).toContainEqual(expect.objectContaining({ outcome: 'interrupted' }));
+
+    await env.startWorker({ handlers: [slow] });
+    await env.completedRuns(1);
+    expect(secondRun).toBe(true);
+  });
+});
