@@ -89,6 +89,7 @@ const WorkerEnv = z.object({
   FEEDBACK_API_TIMEOUT_SECONDS: integer(1, 600).default(10),
   HANDLERS: z.string().optional(),
   WORKER_CONCURRENCY: integer(1, 1000).default(10),
+  WORKER_LOCK_SECONDS: integer(1, 3600).default(30),
   SHUTDOWN_TIMEOUT_SECONDS: integer(0, 3600).default(30),
   TRIAGE_RULES: z.string().trim().min(1).optional(),
   TRIAGE_DRY_RUN: booleanFlag.default(false),
@@ -128,6 +129,8 @@ export interface WorkerConfig extends SharedConfig {
   /** Module paths of custom handlers, as given in HANDLERS (resolved from the working directory). */
   readonly handlerModules: readonly string[];
   readonly concurrency: number;
+  /** How long a job's lock lasts; a worker that dies mid-job loses its jobs to others after it. */
+  readonly lockSeconds: number;
   readonly shutdownTimeoutSeconds: number;
   /** Auto-triage, when TRIAGE_RULES names a rules file. */
   readonly triage: TriageConfig | undefined;
@@ -236,6 +239,7 @@ export function loadWorkerConfig(
       .map((path) => path.trim())
       .filter((path) => path.length > 0),
     concurrency: vars.WORKER_CONCURRENCY,
+    lockSeconds: vars.WORKER_LOCK_SECONDS,
     shutdownTimeoutSeconds: vars.SHUTDOWN_TIMEOUT_SECONDS,
     triage,
   });

@@ -17,8 +17,6 @@ import { createTriageHandler } from './worker/triage/triage-handler.js';
 export interface StartWorkerOptions {
   /** Handlers given in code, in addition to HANDLERS and the built-ins. */
   readonly handlers?: readonly Handler[];
-  /** See WorkerRuntimeOptions.lockDurationMs. */
-  readonly lockDurationMs?: number;
 }
 
 /**
@@ -70,7 +68,7 @@ export async function startWorker(
     logger,
     concurrency: config.concurrency,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
-    ...(options.lockDurationMs ? { lockDurationMs: options.lockDurationMs } : {}),
+    lockDurationMs: config.lockSeconds * 1000,
   });
   return {
     ...runtime,

@@ -138,6 +138,7 @@ describe('loadWorkerConfig', () => {
       api: { baseUrl: undefined, token: undefined, rateLimitPerMinute: 100, timeoutMs: 10_000 },
       handlerModules: [],
       concurrency: 10,
+      lockSeconds: 30,
       shutdownTimeoutSeconds: 30,
       triage: undefined,
     });

@@ -1,0 +1,190 @@
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { HANDLER_RUNS_QUEUE } from '../../src/queue/handler-runs-queue.js';
+import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
+import { runCli, type CliProcess } from '../helpers/cli-process.js';
+import {
+  API_TOKEN,
+  startFakeFeedbackApi,
+  type FakeFeedbackApi,
+} from '../helpers/fake-feedback-api.js';
+import { freePort } from '../helpers/free-port.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SECRET = 'e2e-work-secret';
+
+let processes: CliProcess[] = [];
+let api: FakeFeedbackApi;
+let prefix: string;
+let handlerRuns: Queue;
+
+beforeEach(async () => {
+  api = await startFakeFeedbackApi();
+  prefix = `e2e-${randomUUID().slice(0, 8)}`;
+  handlerRuns = new Queue(HANDLER_RUNS_QUEUE, { connection: { url: inject('redisUrl') }, prefix });
+});
+afterEach(async () => {
+  for (const cli of processes) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+  await Promise.all(processes.map((cli) => cli.exited()));
+  processes = [];
+  await handlerRuns.close();
+  await api.close();
+});
+
+function start(command: 'serve' | 'work', env: Record<string, string>): CliProcess {
+  const cli = runCli([command], {
+    REDIS_URL: inject('redisUrl'),
+    QUEUE_PREFIX: prefix,
+    ...env,
+  });
+  processes.push(cli);
+  return cli;
+}
+
+async function startServe(): Promise<string> {
+  const port = await freePort();
+  const cli = start('serve', { WEBHOOK_SECRET: SECRET, PORT: String(port), HOST: '127.0.0.1' });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    () =>
+      fetch(`${url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    {
+      timeoutMs: 10_000,
+      what: `serve\n${cli.output()}`,
+    },
+  );
+  return url;
+}
+
+async function startWork(env: Record<string, string>): Promise<CliProcess> {
+  const cli = start('work', {
+    FEEDBACK_API_URL: api.url,
+    FEEDBACK_API_TOKEN: API_TOKEN,
+    ...env,
+  });
+  await waitFor(
+    () => cli.output().includes('"msg":"worker started"') || cli.child.exitCode !== null,
+    {
+      timeoutMs: 10_000,
+      what: 'the worker to start',
+    },
+  );
+  expect(cli.output()).toContain('worker started');
+  return cli;
+}
+
+async function postSigned(url: string, record: object) {
+  const body = JSON.stringify(record);
+  return fetch(`${url}/webhooks/feedback`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      'X-Ybug-Signature': signHmacSha256(body, SECRET),
+    },
+    body,
+  });
+}
+
+describe('feedback-receiver work', () => {
+  it('turns a signed delivery into exactly one PATCH with the fields the rules chose', async () => {
+    const digest = join(await mkdtemp(join(tmpdir(), 'digest-')), 'low-ratings.jsonl');
+    const url = await startServe();
+    const worker = await startWork({
+      TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
+      HANDLERS: 'examples/handlers/low-rating-digest.mjs',
+      LOW_RATING_DIGEST: digest,
+    });
+    const record = {
+      id: 'fb_e2e',
+      title: 'App crashes when I upload a photo',
+      rating: 1,
+      priority_id: 2,
+    };
+
+    expect((await postSigned(url, record)).status).toBe(202);
+    expect((await postSigned(url, record)).status).toBe(200); // a duplicate changes nothing
+    await waitFor(async () => (await handlerRuns.getCompletedCount()) === 2, {
+      what: `both handler runs\n${worker.output()}`,
+    });
+
+    const patches = api.requests.filter((request) => request.method === 'PATCH');
+    expect(patches).toHaveLength(1);
+    expect(patches[0]).toMatchObject({
+      path: '/v1/feedback/fb_e2e',
+      body: { priority_id: 4, type_id: 1 },
+    });
+    // The example custom handler ran too, from its own module.
+    expect(JSON.parse(await readFile(digest, 'utf8'))).toMatchObject({ id: 'fb_e2e', rating: 1 });
+    expect(worker.output()).not.toContain(API_TOKEN);
+  });
+
+  it('finishes on another worker the job of a worker killed mid-job', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'stall-'));
+    const env = {
+      HANDLERS: 'test/fixtures/handlers/blocks-first-run.mjs',
+      BLOCKS_FIRST_RUN_STARTED: join(dir, 'started'),
+      BLOCKS_FIRST_RUN_FINISHED: join(dir, 'finished'),
+      WORKER_LOCK_SECONDS: '1',
+    };
+    const url = await startServe();
+    const doomed = await startWork(env);
+    expect((await postSigned(url, { id: 'fb_stall' })).status).toBe(202);
+    await waitFor(() => existsSync(env.BLOCKS_FIRST_RUN_STARTED), {
+      what: 'the first run to start',
+    });
+    doomed.child.kill('SIGKILL');
+    await doomed.exited();
+
+    const survivor = await startWork(env);
+    await waitFor(() => existsSync(env.BLOCKS_FIRST_RUN_FINISHED), {
+      timeoutMs: 15_000,
+      what: `the run to finish on the survivor\n${survivor.output()}`,
+    });
+    expect(await readFile(env.BLOCKS_FIRST_RUN_FINISHED, 'utf8')).toBe(
+      `fb_stall pid ${survivor.child.pid}`,
+    );
+  });
+
+  it('stops at start, naming the module, when a handler module fails to load', async () => {
+    const cli = start('work', { HANDLERS: 'test/fixtures/handlers/throws-on-load.mjs' });
+    expect(await cli.exited()).toBe(1);
+    expect(cli.output()).toMatch(
+      /HANDLERS: cannot load test\/fixtures\/handlers\/throws-on-load\.mjs: this module is broken/,
+    );
+  });
+
+  it('stops at start with the JSON path of a problem in the rules file', async () => {
+    const cli = start('work', {
+      TRIAGE_RULES: join(ROOT, 'test/fixtures/bad-triage-rules.json'),
+      TRIAGE_DRY_RUN: 'true',
+    });
+    expect(await cli.exited()).toBe(1);
+    expect(cli.output()).toMatch(/rules\[1\]\.when\.gte: .*number/);
+  });
+
+  it('logs the PATCH it would send, and sends none, in a dry run', async () => {
+    const url = await startServe();
+    const worker = await startWork({
+      TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
+      TRIAGE_DRY_RUN: 'true',
+    });
+    await postSigned(url, { id: 'fb_dry', title: 'It crashed twice', priority_id: 1 });
+    await waitFor(async () => (await handlerRuns.getCompletedCount()) === 1, { what: 'the run' });
+    // The log line crosses a pipe; it may arrive a moment after Redis says the run completed.
+    await waitFor(() => worker.output().includes('triage dry run: would PATCH'), {
+      what: 'the log',
+    });
+    expect(worker.output()).toContain('"patch":{"priority_id":4,"type_id":1}');
+    expect(api.requests).toHaveLength(0);
+  });
+});

@@ -1,0 +1,71 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, inject } from 'vitest';
+import { createApiClient } from '../../src/api/client.js';
+import { createLogger } from '../../src/logger.js';
+import { createRedisRateLimiter } from '../../src/queue/api-rate-limiter.js';
+import { createWorkerConnection } from '../../src/queue/redis.js';
+import { defineHandler } from '../../src/worker/handler.js';
+import {
+  API_TOKEN,
+  startFakeFeedbackApi,
+  type FakeFeedbackApi,
+} from '../helpers/fake-feedback-api.js';
+import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+
+const LIMIT = 3;
+const WINDOW_MS = 1_000;
+
+let api: FakeFeedbackApi;
+let env: TestWorkerEnv;
+const connections: ReturnType<typeof createWorkerConnection>[] = [];
+
+beforeAll(async () => {
+  api = await startFakeFeedbackApi();
+});
+afterAll(async () => {
+  await api.close();
+});
+beforeEach(async () => {
+  env = await createTestWorkerEnv();
+});
+afterEach(async () => {
+  await env.close();
+  for (const connection of connections.splice(0)) connection.disconnect();
+});
+
+/** A client whose limiter is shared through Redis, as each worker process builds its own. */
+function limitedClient() {
+  const connection = createWorkerConnection(inject('redisUrl'), createLogger({ level: 'silent' }));
+  connections.push(connection);
+  return createApiClient({
+    baseUrl: api.url,
+    token: API_TOKEN,
+    rateLimiter: createRedisRateLimiter({
+      connection,
+      prefix: env.prefix,
+      limit: LIMIT,
+      windowMs: WINDOW_MS,
+    }),
+  });
+}
+
+describe('the shared API rate limit', () => {
+  it('holds for two workers together, and every call still goes out', async () => {
+    const patch = defineHandler({
+      name: 'patch',
+      handle: ({ record, api: client }) => client.updateFeedback(record.id, { priority_id: 2 }),
+    });
+    await env.startWorker({ handlers: [patch], api: limitedClient(), concurrency: 5 });
+    await env.startWorker({ handlers: [patch], api: limitedClient(), concurrency: 5 });
+    const count = 10;
+    for (let i = 0; i < count; i += 1) await env.deliver({ id: `fb_${i}` });
+    await env.completedRuns(count, 20_000);
+
+    const times = api.requests.map((request) => request.at).sort((a, b) => a - b);
+    expect(times).toHaveLength(count);
+    // In any window a little shorter than the limiter's (arrival jitters by a few ms), no more
+    // than LIMIT requests arrived. Unlimited, all ten would arrive within a few milliseconds.
+    for (let i = 0; i + LIMIT < times.length; i += 1) {
+      expect(times[i + LIMIT]! - times[i]!).toBeGreaterThanOrEqual(WINDOW_MS - 50);
+    }
+  });
+});
