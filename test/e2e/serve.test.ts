@@ -54,13 +54,34 @@ describe('feedback-receiver serve', () => {
       QUEUE_PREFIX: prefix,
     });
 
-    const { stdout } = await sh('bash', ['-euo', 'pipefail', '-c', readmeWalkthrough(url)]);
-    expect(JSON.parse(stdout)).toEqual({ status: 'queued', id: 'feedback.created:fb_1' });
+    // The README's worker command: the example rules, in dry run.
+    const worker = runCli(['work'], {
+      TRIAGE_RULES: 'examples/triage-rules.jsonc',
+      TRIAGE_DRY_RUN: 'true',
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: prefix,
+    });
+    try {
+      const { stdout } = await sh('bash', ['-euo', 'pipefail', '-c', readmeWalkthrough(url)]);
+      expect(JSON.parse(stdout)).toEqual({ status: 'queued', id: 'feedback.created:fb_1' });
+      await waitFor(() => worker.output().includes('triage dry run: would PATCH'), {
+        what: `the dry-run line the README promises\n${worker.output()}`,
+      });
+      expect(worker.output()).toContain('"matched":["checkout-problems"]');
+      expect(worker.output()).toContain('"patch":{"assignee_id":"usr_payments_team"}');
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.exited();
+    }
 
     const queue = new Queue(DELIVERIES_QUEUE, { connection: { url: redisUrl }, prefix });
     try {
       const job = await queue.getJob('d-feedback.created%3Afb_1');
-      expect(job?.data.record).toEqual({ id: 'fb_1', title: 'Checkout button does nothing' });
+      expect(job?.data.record).toEqual({
+        id: 'fb_1',
+        title: 'Pay button does nothing',
+        url: 'https://shop.example.com/checkout',
+      });
     } finally {
       await queue.close();
     }

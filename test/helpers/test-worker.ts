@@ -3,11 +3,11 @@
  * of its own, with its log lines captured.
  */
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { inject } from 'vitest';
 import { createApiClient, type ApiClient } from '../../src/api/client.js';
 import { createLogger } from '../../src/logger.js';
-import { createDeliveryQueue, DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
+import { createDeliveryQueue } from '../../src/queue/deliveries-queue.js';
 import { createProducerConnection, createWorkerConnection } from '../../src/queue/redis.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
@@ -108,5 +108,3 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
   };
   return env;
 }
-
-export { DELIVERIES_QUEUE };
