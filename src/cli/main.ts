@@ -14,22 +14,24 @@ interface Command {
   run(args: string[]): Promise<void>;
 }
 
+/** A command that takes no arguments besides --help. */
+function withoutArguments(name: string, run: () => Promise<void>) {
+  return async (args: string[]) => {
+    if (args.length > 0) throw new UsageError(`${name} takes no arguments, got: ${args.join(' ')}`);
+    await run();
+  };
+}
+
 const commands: Record<string, Command> = {
   serve: {
     summary: 'run the HTTP receiver',
     help: serveHelp,
-    run: async (args) => {
-      if (args.length > 0) throw new UsageError(`serve takes no arguments, got: ${args.join(' ')}`);
-      await serve();
-    },
+    run: withoutArguments('serve', serve),
   },
   work: {
     summary: 'run a worker that hands deliveries to the handlers',
     help: workHelp,
-    run: async (args) => {
-      if (args.length > 0) throw new UsageError(`work takes no arguments, got: ${args.join(' ')}`);
-      await work();
-    },
+    run: withoutArguments('work', work),
   },
 };
 

@@ -5,8 +5,7 @@ import { promisify } from 'node:util';
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
-import { runCli, type CliProcess } from '../helpers/cli-process.js';
-import { freePort } from '../helpers/free-port.js';
+import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const sh = promisify(execFile);
@@ -29,26 +28,17 @@ afterEach(async () => {
   receiver = undefined;
 });
 
-async function startServe(env: Record<string, string>) {
-  const port = await freePort();
-  receiver = runCli(['serve'], { PORT: String(port), HOST: '127.0.0.1', ...env });
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(
-    () =>
-      fetch(`${url}/healthz`).then(
-        (response) => response.ok,
-        () => false,
-      ),
-    { timeoutMs: 10_000, what: `feedback-receiver serve on ${url}\n${receiver.output()}` },
-  );
-  return url;
+async function startReceiver(env: Record<string, string>) {
+  const started = await startServe(env);
+  receiver = started.cli;
+  return started.url;
 }
 
 describe('feedback-receiver serve', () => {
   it("runs the README's walk-through: openssl signs, curl posts, the job is in Redis", async () => {
     const prefix = `e2e-${randomUUID().slice(0, 8)}`;
     const redisUrl = inject('redisUrl');
-    const url = await startServe({
+    const url = await startReceiver({
       WEBHOOK_SECRET: 'dev-secret',
       REDIS_URL: redisUrl,
       QUEUE_PREFIX: prefix,
@@ -90,7 +80,7 @@ describe('feedback-receiver serve', () => {
   });
 
   it('stops cleanly with exit code 0 on SIGTERM', async () => {
-    await startServe({ WEBHOOK_SECRET: SECRET, REDIS_URL: inject('redisUrl') });
+    await startReceiver({ WEBHOOK_SECRET: SECRET, REDIS_URL: inject('redisUrl') });
     receiver!.child.kill('SIGTERM');
     expect(await receiver!.exited()).toBe(0);
     expect(receiver!.output()).toContain('receiver stopped');

@@ -8,13 +8,12 @@ import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { HANDLER_RUNS_QUEUE } from '../../src/queue/handler-runs-queue.js';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
-import { runCli, type CliProcess } from '../helpers/cli-process.js';
+import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
 import {
   API_TOKEN,
   startFakeFeedbackApi,
   type FakeFeedbackApi,
 } from '../helpers/fake-feedback-api.js';
-import { freePort } from '../helpers/free-port.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -48,21 +47,13 @@ function start(command: 'serve' | 'work', env: Record<string, string>): CliProce
   return cli;
 }
 
-async function startServe(): Promise<string> {
-  const port = await freePort();
-  const cli = start('serve', { WEBHOOK_SECRET: SECRET, PORT: String(port), HOST: '127.0.0.1' });
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(
-    () =>
-      fetch(`${url}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      ),
-    {
-      timeoutMs: 10_000,
-      what: `serve\n${cli.output()}`,
-    },
-  );
+async function startReceiver(): Promise<string> {
+  const { cli, url } = await startServe({
+    WEBHOOK_SECRET: SECRET,
+    REDIS_URL: inject('redisUrl'),
+    QUEUE_PREFIX: prefix,
+  });
+  processes.push(cli);
   return url;
 }
 
@@ -98,7 +89,7 @@ async function postSigned(url: string, record: object) {
 describe('feedback-receiver work', () => {
   it('turns a signed delivery into exactly one PATCH with the fields the rules chose', async () => {
     const digest = join(await mkdtemp(join(tmpdir(), 'digest-')), 'low-ratings.jsonl');
-    const url = await startServe();
+    const url = await startReceiver();
     const worker = await startWork({
       TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
       HANDLERS: 'examples/handlers/low-rating-digest.mjs',
@@ -136,7 +127,7 @@ describe('feedback-receiver work', () => {
       BLOCKS_FIRST_RUN_FINISHED: join(dir, 'finished'),
       WORKER_LOCK_SECONDS: '1',
     };
-    const url = await startServe();
+    const url = await startReceiver();
     const doomed = await startWork(env);
     expect((await postSigned(url, { id: 'fb_stall' })).status).toBe(202);
     await waitFor(() => existsSync(env.BLOCKS_FIRST_RUN_STARTED), {
@@ -173,7 +164,7 @@ describe('feedback-receiver work', () => {
   });
 
   it('logs the PATCH it would send, and sends none, in a dry run', async () => {
-    const url = await startServe();
+    const url = await startReceiver();
     const worker = await startWork({
       TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
       TRIAGE_DRY_RUN: 'true',

@@ -2,6 +2,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './free-port.js';
+import { waitFor } from './wait-for.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -23,4 +25,25 @@ export function runCli(args: string[], env: Record<string, string>): CliProcess 
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exit = once(child, 'exit').then(([code]) => code as number | null);
   return { child, output: () => output, exited: () => exit };
+}
+
+/** Starts `feedback-receiver serve` on a free port of 127.0.0.1 and waits until it is healthy. */
+export async function startServe(
+  env: Record<string, string>,
+): Promise<{ cli: CliProcess; url: string }> {
+  const port = await freePort();
+  const cli = runCli(['serve'], { PORT: String(port), HOST: '127.0.0.1', ...env });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    () =>
+      fetch(`${url}/healthz`).then(
+        (response) => response.ok,
+        () => false,
+      ),
+    { timeoutMs: 10_000, what: `feedback-receiver serve on ${url}` },
+  ).catch((error: Error) => {
+    cli.child.kill('SIGKILL');
+    throw new Error(`${error.message}\n${cli.output()}`);
+  });
+  return { cli, url };
 }
