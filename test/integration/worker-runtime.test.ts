@@ -4,6 +4,8 @@ import { createApiClient } from '../../src/api/client.js';
 import { createDeadLetter } from '../../src/queue/dead-letter.js';
 import { handlerRunJobId } from '../../src/queue/handler-runs-queue.js';
 import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
+import { parseTriageRules } from '../../src/worker/triage/rules.js';
+import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
 import {
   API_TOKEN,
   startFakeFeedbackApi,
@@ -268,5 +270,22 @@ describe('the worker runtime', () => {
     await env.startWorker({ handlers: [slow] });
     await env.completedRuns(1);
     expect(secondRun).toBe(true);
+  });
+
+  it('auto-triage sends one PATCH per record, and none when nothing would change', async () => {
+    const rules = parseTriageRules(
+      JSON.stringify({
+        rules: [{ name: 'low', when: { field: 'rating', lte: 2 }, set: { priority_id: 3 } }],
+      }),
+      'test',
+    );
+    await env.startWorker({ api: apiClient(), handlers: [createTriageHandler({ rules })] });
+    await env.deliver({ id: 'fb_needs_it', rating: 1, priority_id: 1 });
+    await env.deliver({ id: 'fb_has_it', rating: 1, priority_id: 3 });
+    await env.deliver({ id: 'fb_no_rule', rating: 5 });
+    await env.completedRuns(3);
+    expect(api.requests.map(({ method, path, body }) => ({ method, path, body }))).toEqual([
+      { method: 'PATCH', path: '/v1/feedback/fb_needs_it', body: { priority_id: 3 } },
+    ]);
   });
 });
