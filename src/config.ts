@@ -98,6 +98,8 @@ const WorkerEnv = z.object({
 /** Read by every role. */
 export interface SharedConfig {
   readonly redisUrl: string;
+  /** False when REDIS_URL was not set and `redisUrl` is the default (`start` then runs its own). */
+  readonly redisUrlFromEnv: boolean;
   /** BullMQ's key prefix; every key this service writes starts with it. */
   readonly queuePrefix: string;
   readonly logLevel: LogLevel;
@@ -184,7 +186,7 @@ export function loadReceiverConfig(
     });
   }
   return deepFreeze({
-    ...shared(vars),
+    ...shared(vars, env),
     port: vars.PORT,
     host: vars.HOST,
     webhook: {
@@ -227,7 +229,7 @@ export function loadWorkerConfig(
     }
   }
   return deepFreeze({
-    ...shared(vars),
+    ...shared(vars, env),
     api: {
       baseUrl: vars.FEEDBACK_API_URL,
       token,
@@ -256,9 +258,10 @@ function parseEnv<Shape extends z.ZodRawShape>(schema: z.ZodObject<Shape>, env: 
   return parsed.data;
 }
 
-function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>): SharedConfig {
+function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>, env: Env): SharedConfig {
   return {
     redisUrl: vars.REDIS_URL,
+    redisUrlFromEnv: (env.REDIS_URL ?? '') !== '',
     queuePrefix: vars.QUEUE_PREFIX,
     logLevel: vars.LOG_LEVEL,
     dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,

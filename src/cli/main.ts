@@ -4,68 +4,97 @@
  * sentence on stderr, never a stack trace.
  */
 import { createRequire } from 'node:module';
-import { serve, serveHelp } from './serve.js';
-import { UsageError } from './usage-error.js';
-import { work, workHelp } from './work.js';
+import { parseArgs } from 'node:util';
+import { UsageError, type Command } from './command.js';
+import { deliveriesFailedCommand, deliveriesRetryCommand } from './deliveries.js';
+import { demoCommand } from './demo.js';
+import { hooksRegisterCommand } from './hooks-register.js';
+import {
+  quarantineListCommand,
+  quarantineReplayCommand,
+  quarantineShowCommand,
+} from './quarantine.js';
+import { sandboxCommand } from './sandbox.js';
+import { sendCommand } from './send.js';
+import { serveCommand } from './serve.js';
+import { startCommand } from './start.js';
+import { whoamiCommand } from './whoami.js';
+import { workCommand } from './work.js';
 
-interface Command {
-  readonly summary: string;
-  readonly help: string;
-  run(args: string[]): Promise<void>;
-}
-
-/** A command that takes no arguments besides --help. */
-function withoutArguments(name: string, run: () => Promise<void>) {
-  return async (args: string[]) => {
-    if (args.length > 0) throw new UsageError(`${name} takes no arguments, got: ${args.join(' ')}`);
-    await run();
-  };
-}
-
-const commands: Record<string, Command> = {
-  serve: {
-    summary: 'run the HTTP receiver',
-    help: serveHelp,
-    run: withoutArguments('serve', serve),
-  },
-  work: {
-    summary: 'run a worker that hands deliveries to the handlers',
-    help: workHelp,
-    run: withoutArguments('work', work),
-  },
-};
+const COMMANDS: readonly Command[] = [
+  serveCommand,
+  workCommand,
+  startCommand,
+  hooksRegisterCommand,
+  whoamiCommand,
+  sendCommand,
+  deliveriesFailedCommand,
+  deliveriesRetryCommand,
+  quarantineListCommand,
+  quarantineShowCommand,
+  quarantineReplayCommand,
+  sandboxCommand,
+  demoCommand,
+];
 
 const usage = `Usage: feedback-receiver <command> [options]
 
-Receives signed Ybug feedback webhooks and queues them for workers.
+Receives signed Ybug feedback webhooks, queues them, and runs handlers on them.
 
 Commands:
-${Object.entries(commands)
-  .map(([name, command]) => `  ${name.padEnd(10)} ${command.summary}`)
-  .join('\n')}
+${COMMANDS.map((command) => `  ${command.name.padEnd(18)} ${command.summary}`).join('\n')}
 
-Options:
-  -h, --help     show help (also after a command)
+Run feedback-receiver <command> --help for a command's options.
+  -h, --help     show this help
   -v, --version  show the version`;
 
 async function main(argv: string[]): Promise<void> {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === '-h' || name === '--help' || name === 'help') {
+  const [first, second] = argv;
+  if (first === undefined || first === '-h' || first === '--help' || first === 'help') {
     console.log(usage);
     return;
   }
-  if (name === '-v' || name === '--version') {
+  if (first === '-v' || first === '--version') {
     const require = createRequire(import.meta.url);
     console.log((require('../../package.json') as { version: string }).version);
     return;
   }
-  const command = commands[name];
-  if (!command) throw new UsageError(`unknown command "${name}"; see feedback-receiver --help`);
-  if (rest.includes('-h') || rest.includes('--help')) {
+  const command =
+    COMMANDS.find((candidate) => candidate.name === `${first} ${second}`) ??
+    COMMANDS.find((candidate) => candidate.name === first);
+  if (!command) {
+    const group = COMMANDS.filter((candidate) => candidate.name.startsWith(`${first} `));
+    throw new UsageError(
+      group.length > 0
+        ? `${first} needs one of: ${group.map((candidate) => candidate.name.split(' ')[1]).join(', ')}`
+        : `unknown command "${first}"; see feedback-receiver --help`,
+    );
+  }
+  const rest = argv.slice(command.name.split(' ').length);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: rest,
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new UsageError(
+      `${(error as Error).message.split('\n')[0]}; see feedback-receiver ${command.name} --help`,
+    );
+  }
+  if (parsed.values.help) {
     console.log(command.help);
     return;
   }
-  await command.run(rest);
+  const { min, max } = command.positionals ?? { min: 0, max: 0 };
+  if (parsed.positionals.length < min || parsed.positionals.length > max) {
+    throw new UsageError(
+      `${command.name} takes ${max === 0 ? 'no arguments' : `${min === max ? min : `${min} to ${max}`} argument(s)`}, got ${parsed.positionals.length}; see feedback-receiver ${command.name} --help`,
+    );
+  }
+  await command.run(parsed.values, parsed.positionals);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -1,18 +1,22 @@
 import { loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { startWorker } from '../worker-process.js';
+import type { Command } from './command.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
-export const workHelp = `Usage: feedback-receiver work
+export const workCommand: Command = {
+  name: 'work',
+  summary: 'run a worker that hands deliveries to the handlers',
+  help: `Usage: feedback-receiver work
 
 Runs a worker: takes deliveries from the queue and runs every matching handler.
 Handlers: auto-triage when TRIAGE_RULES names a rules file, and your own modules
 listed in HANDLERS (comma-separated paths). Run as many workers as you like;
-they share the API's rate limit (FEEDBACK_API_RATE_LIMIT) through Redis.`;
-
-export async function work(): Promise<void> {
-  const config = loadWorkerConfig();
-  const logger = createLogger({ level: config.logLevel });
-  const worker = await startWorker(config, logger);
-  stopOnSignal(worker.close, logger, 'worker');
-}
+they share the API's rate limit (FEEDBACK_API_RATE_LIMIT) through Redis.`,
+  async run() {
+    const config = loadWorkerConfig();
+    const logger = createLogger({ level: config.logLevel });
+    const worker = await startWorker(config, logger);
+    stopOnSignal(worker.close, logger, 'worker');
+  },
+};

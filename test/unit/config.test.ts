@@ -23,6 +23,7 @@ describe('loadReceiverConfig', () => {
       port: 3000,
       host: '0.0.0.0',
       redisUrl: 'redis://127.0.0.1:6379',
+      redisUrlFromEnv: false,
       queuePrefix: 'feedback-receiver',
       logLevel: 'info',
       dedupeTtlSeconds: 604800,
@@ -132,6 +133,7 @@ describe('loadWorkerConfig', () => {
   it('needs no webhook secret, and fills in every default', () => {
     expect(loadWorkerConfig({})).toEqual({
       redisUrl: 'redis://127.0.0.1:6379',
+      redisUrlFromEnv: false,
       queuePrefix: 'feedback-receiver',
       logLevel: 'info',
       dedupeTtlSeconds: 604800,

@@ -1,0 +1,216 @@
+/**
+ * `npm run demo`: a private Redis, the sandbox, the receiver and a worker with the example triage
+ * rules, all on 127.0.0.1; the hook registered the way `hooks register` does it; a handful of
+ * records created in the sandbox, delivered, triaged, and shown before and after.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createApiClient } from '../api/client.js';
+import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
+import { createLogger } from '../logger.js';
+import { handlerRunJobId } from '../queue/handler-runs-queue.js';
+import { startReceiver } from '../receiver.js';
+import { SANDBOX_TOKEN } from '../sandbox/seed.js';
+import { startSandbox } from '../sandbox/server.js';
+import type { FeedbackRecord } from '../webhooks/feedback-record.js';
+import { startWorker } from '../worker-process.js';
+import { TRIAGE_HANDLER_NAME } from '../worker/triage/triage-handler.js';
+import type { Command } from './command.js';
+import { startEmbeddedRedis } from './embedded-redis.js';
+import { freePort } from './free-port.js';
+import { registerHook } from './register-hook.js';
+
+const RULES = fileURLToPath(new URL('../../examples/triage-rules.jsonc', import.meta.url));
+const PROJECT = 'prj_shop';
+const TRIAGE_DEADLINE_MS = 30_000;
+
+/** Varied records: each meets a different example rule, and the last meets none. */
+const RECORDS: Partial<FeedbackRecord>[] = [
+  { title: 'App crashes when I upload a photo', rating: 1 },
+  { title: 'Pay button stays grey', url: 'https://shop.example.com/checkout', rating: 3 },
+  { title: 'Nothing works as promised', rating: 1, user_data: { plan: 'enterprise' } },
+  {
+    title: 'Menu covers the basket on my phone',
+    console_log_url: 'https://cdn.example.com/logs/menu.json',
+    client_context: { browser: 'Safari', device_type: 'mobile' },
+  },
+  { title: 'Love the new order history', net_promoter_score: 10 },
+  { title: 'Please add a dark mode', rating: 4 },
+];
+
+export const demoCommand: Command = {
+  name: 'demo',
+  summary: 'run everything locally against the sandbox and show auto-triage at work',
+  help: `Usage: feedback-receiver demo [--verbose]
+
+Starts a private Redis (unless REDIS_URL is set), the sandbox, the receiver and a
+worker with examples/triage-rules.jsonc, all on 127.0.0.1; registers the hook;
+creates a few feedback records; waits until each is triaged; prints them before
+and after; and stops everything. --verbose shows every component's log lines.`,
+  options: { verbose: { type: 'boolean' } },
+  async run(values) {
+    const logger = createLogger({ level: values.verbose ? 'info' : 'silent' });
+    const cleanup: (() => Promise<void>)[] = [];
+    try {
+      const env = loadWorkerConfig();
+      let redisUrl = env.redisUrl;
+      if (!env.redisUrlFromEnv) {
+        const dir = await mkdtemp(join(tmpdir(), 'feedback-receiver-demo-'));
+        cleanup.unshift(() => rm(dir, { recursive: true, force: true }));
+        const redis = await step('Starting a private redis-server', () =>
+          startEmbeddedRedis({ dir, appendOnly: false }),
+        );
+        cleanup.unshift(redis.stop);
+        redisUrl = redis.url;
+      }
+      const prefix = `demo-${Date.now().toString(36)}`;
+
+      const sandbox = await step('Starting the sandbox (a stand-in for the feedback API)', () =>
+        startSandbox({ logger, deliveryBackoffMs: 200 }),
+      );
+      cleanup.unshift(sandbox.close);
+
+      const port = await freePort();
+      const api = createApiClient({ baseUrl: sandbox.url, token: SANDBOX_TOKEN });
+      const { secret } = await step(
+        `Registering http://127.0.0.1:${port}/webhooks/feedback as a hook of ${PROJECT}`,
+        () =>
+          registerHook(api, {
+            projectId: PROJECT,
+            url: `http://127.0.0.1:${port}/webhooks/feedback`,
+          }),
+      );
+
+      const receiver = await step('Starting the receiver', () =>
+        startReceiver(
+          loadReceiverConfig({
+            WEBHOOK_SECRET: secret,
+            PORT: String(port),
+            HOST: '127.0.0.1',
+            REDIS_URL: redisUrl,
+            QUEUE_PREFIX: prefix,
+          }),
+          logger,
+        ),
+      );
+      cleanup.unshift(receiver.close);
+
+      const worker = await step('Starting a worker with examples/triage-rules.jsonc', () =>
+        startWorker(
+          loadWorkerConfig({
+            TRIAGE_RULES: RULES,
+            FEEDBACK_API_URL: sandbox.url,
+            FEEDBACK_API_TOKEN: SANDBOX_TOKEN,
+            REDIS_URL: redisUrl,
+            QUEUE_PREFIX: prefix,
+            SHUTDOWN_TIMEOUT_SECONDS: '5',
+          }),
+          logger,
+        ),
+      );
+      cleanup.unshift(worker.close);
+
+      const before = await step(`Creating ${RECORDS.length} feedback records in the sandbox`, () =>
+        Promise.all(RECORDS.map((fields) => createRecord(sandbox.url, fields))),
+      );
+
+      const rules = await step('Waiting until every record is triaged', async () => {
+        const fired = new Map<string, string>();
+        const deadline = Date.now() + TRIAGE_DEADLINE_MS;
+        while (fired.size < before.length) {
+          for (const record of before) {
+            if (fired.has(record.id)) continue;
+            const job = await worker.handlerRuns.getJob(
+              handlerRunJobId(`feedback.created:${record.id}`, TRIAGE_HANDLER_NAME),
+            );
+            if (job && (await job.isFailed()))
+              throw new Error(`triage of ${record.id} failed: ${job.failedReason}`);
+            if (job && (await job.isCompleted())) {
+              const matched = (job.returnvalue as { matched?: string[] } | null)?.matched ?? [];
+              fired.set(record.id, matched.join(', ') || '(none)');
+            }
+          }
+          if (Date.now() > deadline) {
+            throw new Error(
+              `only ${fired.size} of ${before.length} records were triaged within ${TRIAGE_DEADLINE_MS / 1000} s`,
+            );
+          }
+          await sleep(50);
+        }
+        return fired;
+      });
+
+      const after = before.map((record) => sandbox.state.records.get(record.id)!);
+      console.log(`\n${table(before, after, rules)}\n`);
+    } finally {
+      await step('Stopping everything', async () => {
+        for (const stop of cleanup) await stop();
+      });
+    }
+    // Everything is closed; should a library leave a timer behind, do not hang on it.
+    setTimeout(() => process.exit(process.exitCode ?? 0), 2_000).unref();
+  },
+};
+
+async function step<T>(label: string, run: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  process.stdout.write(`• ${label} … `);
+  try {
+    const result = await run();
+    process.stdout.write(`done (${Math.round(performance.now() - started)} ms)\n`);
+    return result;
+  } catch (error) {
+    process.stdout.write('failed\n');
+    throw error;
+  }
+}
+
+async function createRecord(
+  sandboxUrl: string,
+  fields: Partial<FeedbackRecord>,
+): Promise<FeedbackRecord> {
+  const response = await fetch(`${sandboxUrl}/sandbox/projects/${PROJECT}/feedback`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(fields),
+  });
+  if (response.status !== 201) throw new Error(`the sandbox refused a record (${response.status})`);
+  return (await response.json()) as FeedbackRecord;
+}
+
+function table(
+  before: FeedbackRecord[],
+  after: FeedbackRecord[],
+  rules: Map<string, string>,
+): string {
+  const change = (from: unknown, to: unknown) => {
+    const [a, b] = [String(from ?? '—'), String(to ?? '—')];
+    return a === b ? a : `${a} → ${b}`;
+  };
+  const rows = before.map((record, index) => {
+    const now = after[index]!;
+    return [
+      record.title ?? '',
+      change(record.status, now.status),
+      change(record.priority, now.priority),
+      change(record.type, now.type),
+      change(record.assignee?.name, now.assignee?.name),
+      rules.get(record.id) ?? '',
+    ];
+  });
+  const header = ['Title', 'Status', 'Priority', 'Type', 'Assignee', 'Rule that fired'];
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]!))
+      .join('  ')
+      .trimEnd();
+  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join(
+    '\n',
+  );
+}

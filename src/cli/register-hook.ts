@@ -1,0 +1,54 @@
+/**
+ * Registering the receiver as a project's hook target, shared by `hooks register` and the demo.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FeedbackApi } from '../api/client.js';
+import type { Webhook } from '../api/resources.js';
+import { UsageError } from './command.js';
+
+export interface RegisterHookInput {
+  readonly projectId: string;
+  readonly url: string;
+  readonly event?: string;
+  /** Generated when absent: 32 random bytes, 43 characters of base64url. */
+  readonly secret?: string | undefined;
+}
+
+export interface RegisteredHook {
+  readonly hook: Webhook;
+  readonly secret: string;
+  readonly generated: boolean;
+}
+
+/** @throws {UsageError} for a URL that is not https and not on a loopback host. */
+export async function registerHook(
+  api: FeedbackApi,
+  input: RegisterHookInput,
+): Promise<RegisteredHook> {
+  assertHookUrl(input.url);
+  const generated = input.secret === undefined;
+  const secret = input.secret ?? randomBytes(32).toString('base64url');
+  const hook = await api.createHook(input.projectId, {
+    event: input.event ?? 'feedback.created',
+    target_url: input.url,
+    secret,
+  });
+  return { hook, secret, generated };
+}
+
+/** The spec requires HTTPS target URLs; plain http is allowed only to this machine, for testing. */
+export function assertHookUrl(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`--url ${url} is not a URL`);
+  }
+  const loopback =
+    parsed.hostname === 'localhost' ||
+    parsed.hostname === '[::1]' ||
+    /^127\.\d+\.\d+\.\d+$/.test(parsed.hostname);
+  if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && loopback)) {
+    throw new UsageError(`--url must be https (plain http only to localhost), got ${url}`);
+  }
+}

@@ -1,0 +1,50 @@
+import { resolve } from 'node:path';
+import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
+import { createLogger } from '../logger.js';
+import { startReceiver } from '../receiver.js';
+import { startWorker } from '../worker-process.js';
+import type { Command } from './command.js';
+import { startEmbeddedRedis } from './embedded-redis.js';
+import { stopOnSignal } from './stop-on-signal.js';
+
+/** Where `start` keeps its own Redis's data when REDIS_URL is not set. */
+export const EMBEDDED_REDIS_DIR = '.feedback-receiver/redis';
+
+export const startCommand: Command = {
+  name: 'start',
+  summary: 'run the receiver and a worker in one process (small deployments)',
+  help: `Usage: feedback-receiver start
+
+Runs the receiver and a worker in one process, for small deployments.
+With REDIS_URL unset it starts its own redis-server (it must be on the PATH),
+keeping data in ${EMBEDDED_REDIS_DIR} with the append-only file on, so a
+restart keeps the queue. With REDIS_URL set it uses that Redis.`,
+  async run() {
+    const receiverConfig = loadReceiverConfig();
+    const workerConfig = loadWorkerConfig();
+    const logger = createLogger({ level: receiverConfig.logLevel });
+    let redisUrl = receiverConfig.redisUrl;
+    let stopRedis = async () => {};
+    if (!receiverConfig.redisUrlFromEnv) {
+      const dir = resolve(EMBEDDED_REDIS_DIR);
+      const redis = await startEmbeddedRedis({ dir, appendOnly: true });
+      logger.info(
+        { redisUrl: redis.url, dir },
+        'REDIS_URL not set: started a private redis-server',
+      );
+      redisUrl = redis.url;
+      stopRedis = redis.stop;
+    }
+    const receiver = await startReceiver({ ...receiverConfig, redisUrl }, logger);
+    const worker = await startWorker({ ...workerConfig, redisUrl }, logger);
+    stopOnSignal(
+      async () => {
+        await receiver.close();
+        await worker.close();
+        await stopRedis();
+      },
+      logger,
+      'receiver and worker',
+    );
+  },
+};
