@@ -18,11 +18,13 @@ Calls GET /v1/me and says whose token it is. ${TOKEN_HELP}`,
       if (isApiError(error) && error.status === 401) {
         throw new Error(
           'the feedback API refused the token (401): it is missing, wrong or revoked',
+          { cause: error },
         );
       }
       if (isApiError(error) && error.status === 403) {
         throw new Error(
           'the token is valid, but the feedback API refused it (403): the API is available only on the Company and Enterprise plans',
+          { cause: error },
         );
       }
       throw error;
