@@ -15,10 +15,15 @@ export interface CliProcess {
   exited(): Promise<number | null>;
 }
 
-export function runCli(args: string[], env: Record<string, string>): CliProcess {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  { cwd }: { cwd?: string } = {},
+): CliProcess {
   const child = spawn(process.execPath, [CLI, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd ? { cwd } : {}),
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -27,11 +32,11 @@ export function runCli(args: string[], env: Record<string, string>): CliProcess 
   return { child, output: () => output, exited: () => exit };
 }
 
-/** Starts `feedback-receiver serve` on a free port of 127.0.0.1 and waits until it is healthy. */
+/** Starts `feedback-receiver serve` on 127.0.0.1 (`env.PORT`, or a free port) until healthy. */
 export async function startServe(
   env: Record<string, string>,
 ): Promise<{ cli: CliProcess; url: string }> {
-  const port = await freePort();
+  const port = env.PORT === undefined ? await freePort() : Number(env.PORT);
   const cli = runCli(['serve'], { PORT: String(port), HOST: '127.0.0.1', ...env });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(

@@ -1,0 +1,342 @@
+/**
+ * The command line as a user drives it: the sandbox, serve and work as separate processes, and
+ * the one-off commands against them.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createQuarantine } from '../../src/queue/quarantine.js';
+import { SANDBOX_STARTUP_TOKEN, SANDBOX_TOKEN } from '../../src/sandbox/seed.js';
+import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
+import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import { freePort } from '../helpers/free-port.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const prefix = `e2e-cli-${randomUUID().slice(0, 8)}`;
+const background: CliProcess[] = [];
+let sandboxUrl: string;
+let receiverUrl: string;
+let secret: string;
+
+const redisEnv = () => ({ REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: prefix });
+const apiEnv = (token = SANDBOX_TOKEN) => ({
+  FEEDBACK_API_URL: sandboxUrl,
+  FEEDBACK_API_TOKEN: token,
+});
+
+/** Runs a one-off command to its end. */
+async function cli(args: string[], env: Record<string, string> = {}) {
+  const run = runCli(args, env);
+  const code = await run.exited();
+  return { code, output: run.output() };
+}
+
+async function createRecord(projectId: string, fields: Partial<FeedbackRecord>) {
+  const response = await fetch(`${sandboxUrl}/sandbox/projects/${projectId}/feedback`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(fields),
+  });
+  expect(response.status).toBe(201);
+  return (await response.json()) as FeedbackRecord;
+}
+
+async function recordInSandbox(id: string) {
+  return (await (await fetch(`${sandboxUrl}/sandbox/feedback/${id}`)).json()) as FeedbackRecord;
+}
+
+beforeAll(async () => {
+  const sandboxPort = await freePort();
+  const sandbox = runCli(['sandbox', '--port', String(sandboxPort)], {});
+  background.push(sandbox);
+  sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+  await waitFor(() => sandbox.output().includes('sandbox listening'), { what: 'the sandbox' });
+
+  // hooks register first: it makes the secret the receiver then starts with.
+  const receiverPort = await freePort();
+  receiverUrl = `http://127.0.0.1:${receiverPort}`;
+  const registered = await cli(
+    ['hooks', 'register', '--project', 'prj_shop', '--url', `${receiverUrl}/webhooks/feedback`],
+    apiEnv(),
+  );
+  expect(registered.code).toBe(0);
+  secret = /shown this once.*\n\n\s+(\S+)\n/.exec(registered.output)?.[1] ?? '';
+  expect(secret.length).toBeGreaterThanOrEqual(32);
+
+  const serve = await startServe({
+    WEBHOOK_SECRET: secret,
+    PORT: String(receiverPort),
+    ...redisEnv(),
+  });
+  background.push(serve.cli);
+  const work = runCli(['work'], {
+    TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
+    ...apiEnv(),
+    ...redisEnv(),
+  });
+  background.push(work);
+  await waitFor(() => work.output().includes('worker started'), {
+    what: `the worker\n${work.output()}`,
+  });
+}, 30_000);
+
+afterAll(async () => {
+  for (const process of background) process.child.kill('SIGTERM');
+  await Promise.all(background.map((process) => process.exited()));
+});
+
+describe('feedback-receiver, end to end against the sandbox', () => {
+  it('triages a record created in the sandbox, delivered through the registered hook', async () => {
+    const record = await createRecord('prj_shop', {
+      title: 'The app crashes on start',
+      priority_id: 2,
+    });
+    const triaged = await waitFor(
+      async () => {
+        const now = await recordInSandbox(record.id);
+        return now.priority_id === 4 ? now : undefined;
+      },
+      { timeoutMs: 10_000, what: 'the record to be triaged' },
+    );
+    expect(triaged).toMatchObject({ priority: 'Critical', type_id: 1, type: 'Bug' });
+  });
+
+  it("refuses a delivery signed with a wrong secret, and the sandbox's retry is seen", async () => {
+    const wrong = await cli(
+      [
+        'hooks',
+        'register',
+        '--project',
+        'prj_app',
+        '--url',
+        `${receiverUrl}/webhooks/feedback`,
+        '--secret',
+        'not-the-receivers-secret',
+      ],
+      apiEnv(),
+    );
+    expect(wrong.code).toBe(0);
+    expect(wrong.output).not.toContain('not-the-receivers-secret'); // a given secret is not echoed
+    const record = await createRecord('prj_app', { title: 'Signed with the wrong secret' });
+    const attempts = await waitFor(
+      async () => {
+        const all = (await (await fetch(`${sandboxUrl}/sandbox/deliveries`)).json()) as {
+          recordId: string;
+          status: number;
+        }[];
+        const mine = all.filter((attempt) => attempt.recordId === record.id);
+        return mine.length >= 2 ? mine : undefined;
+      },
+      { timeoutMs: 10_000, what: 'a retried delivery' },
+    );
+    expect(attempts.slice(0, 2).map((attempt) => attempt.status)).toEqual([401, 401]);
+  });
+
+  it('lists a quarantined delivery, keeps it while still invalid, and replays one that passes', async () => {
+    const bad = await createRecord('prj_shop', {
+      title: 'Rated in words',
+      rating: 'five' as never,
+    });
+    const listed = await waitFor(
+      async () => {
+        const list = await cli(['quarantine', 'list'], redisEnv());
+        return list.output.includes('rating') ? list : undefined;
+      },
+      { what: 'the quarantined delivery' },
+    );
+    expect(listed.code).toBe(0);
+    const id = /^(q-\S+)/m.exec(listed.output)?.[1] ?? '';
+    const shown = await cli(['quarantine', 'show', id], redisEnv());
+    expect(shown.output).toContain(`"id":"${bad.id}"`);
+
+    const stillBad = await cli(['quarantine', 'replay', id], redisEnv());
+    expect(stillBad.code).toBe(1);
+    expect(stillBad.output).toMatch(/still invalid \(rating: .*\); kept/);
+
+    // After a fix: a delivery quarantined by an older receiver whose schema was wrong, now valid.
+    const fixed = await createRecord('prj_app', {
+      title: 'Checkout crashes every time',
+      priority_id: 1,
+    });
+    const connection = new Redis(inject('redisUrl'));
+    try {
+      await createQuarantine({ connection, prefix }).add({
+        receivedAt: new Date().toISOString(),
+        reason: 'schema',
+        issues: [],
+        headers: {},
+        body: Buffer.from(JSON.stringify(await recordInSandbox(fixed.id))),
+      });
+    } finally {
+      connection.disconnect();
+    }
+    const replayed = await cli(['quarantine', 'replay', '--all'], redisEnv());
+    expect(replayed.output).toContain(`queued as feedback.created:${fixed.id}`);
+    await waitFor(async () => (await recordInSandbox(fixed.id)).priority_id === 4, {
+      what: 'the replayed delivery to be triaged',
+    });
+  });
+
+  it('says whose token it is, and that a token on the wrong plan has no API access', async () => {
+    const ok = await cli(['whoami'], apiEnv());
+    expect(ok).toEqual({
+      code: 0,
+      output: 'The token belongs to Dana Müller <dana@example.com> (usr_dana).\n',
+    });
+    const startup = await cli(['whoami'], apiEnv(SANDBOX_STARTUP_TOKEN));
+    expect(startup.code).toBe(1);
+    expect(startup.output).toMatch(/available only on the Company and Enterprise plans/);
+    expect(startup.output).not.toContain(SANDBOX_STARTUP_TOKEN);
+    const wrong = await cli(['whoami'], apiEnv('tok_revoked'));
+    expect(wrong.output).toMatch(/missing, wrong or revoked/);
+  });
+
+  it('reads the token from --token-file', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'token-'));
+    const file = join(dir, 'token');
+    await import('node:fs/promises').then((fs) => fs.writeFile(file, `${SANDBOX_TOKEN}\n`));
+    const result = await cli(['whoami', '--token-file', file], { FEEDBACK_API_URL: sandboxUrl });
+    expect(result.code).toBe(0);
+  });
+
+  it('signs and sends a generated record to the receiver', async () => {
+    const sent = await cli(['send', '--url', receiverUrl], { WEBHOOK_SECRET: secret });
+    expect(sent.code).toBe(0);
+    expect(sent.output).toMatch(/^202 Accepted\n\{"status":"queued","id":"feedback\.created:fb_/);
+    const refused = await cli(['send', '--url', receiverUrl], { WEBHOOK_SECRET: 'wrong' });
+    expect(refused.code).toBe(1);
+    expect(refused.output).toMatch(/^401 Unauthorized/);
+  });
+
+  it('lists a run that failed for good in the dead letter, and retries it', async () => {
+    // A record the sandbox does not have: triage's PATCH gets a 404, which no retry can fix.
+    const sent = await cli(['send', '--url', receiverUrl], { WEBHOOK_SECRET: secret });
+    const key = /"id":"(feedback\.created:fb_[0-9a-f]+)"/.exec(sent.output)?.[1] ?? '';
+    const failed = await waitFor(
+      async () => {
+        const list = await cli(['deliveries', 'failed'], redisEnv());
+        return list.output.includes(key) ? list : undefined;
+      },
+      { what: 'the run in the dead letter' },
+    );
+    expect(failed.code).toBe(0);
+    expect(failed.output).toContain('1 attempt(s)');
+    expect(failed.output).toMatch(/The feedback API found nothing at PATCH .* \(404\)/);
+    const runId = new RegExp(`^(\\S+)\\n  handler auto-triage, delivery ${key}`, 'm').exec(
+      failed.output,
+    )?.[1];
+    expect(await cli(['deliveries', 'retry', runId!], redisEnv())).toEqual({
+      code: 0,
+      output: `Queued ${runId} again.\n`,
+    });
+    const missing = await cli(['deliveries', 'retry', 'no-such-run'], redisEnv());
+    expect(missing.code).toBe(1);
+    expect(missing.output).toMatch(/no failed run no-such-run/);
+  });
+});
+
+describe('feedback-receiver usage', () => {
+  const commands = [
+    ['serve'],
+    ['work'],
+    ['start'],
+    ['hooks', 'register'],
+    ['whoami'],
+    ['send'],
+    ['deliveries', 'failed'],
+    ['deliveries', 'retry'],
+    ['quarantine', 'list'],
+    ['quarantine', 'show'],
+    ['quarantine', 'replay'],
+    ['sandbox'],
+    ['demo'],
+  ];
+
+  it.each(commands)('has help for %s', async (...command) => {
+    const result = await cli([...command, '--help']);
+    expect(result.code).toBe(0);
+    expect(result.output).toMatch(new RegExp(`^Usage: feedback-receiver ${command.join(' ')}`));
+  });
+
+  it.each([
+    [['hooks'], /hooks needs one of: register/],
+    [['send', '--bogus'], /Unknown option '--bogus'/],
+    [['quarantine', 'show'], /quarantine show takes 1 argument\(s\), got 0/],
+    [['hooks', 'register', '--project', 'p'], /hooks register needs --url/],
+    [['deliveries', 'retry'], /give one run id or --all/],
+  ])('answers wrong usage %j with exit code 2 and one sentence', async (args, message) => {
+    const result = await cli(args);
+    expect(result.code).toBe(2);
+    expect(result.output).toMatch(message);
+    expect(result.output.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('refuses a hook URL that is not https, unless it is on this machine', async () => {
+    const result = await cli(
+      [
+        'hooks',
+        'register',
+        '--project',
+        'prj_shop',
+        '--url',
+        'http://hooks.example.com/webhooks/feedback',
+      ],
+      { FEEDBACK_API_URL: 'http://127.0.0.1:9', FEEDBACK_API_TOKEN: 'x' },
+    );
+    expect(result.code).toBe(2);
+    expect(result.output).toMatch(/--url must be https/);
+  });
+});
+
+describe('feedback-receiver start', () => {
+  it('starts its own Redis when REDIS_URL is unset, and says so first', async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'start-'));
+    const port = await freePort();
+    const start = runCli(
+      ['start'],
+      {
+        WEBHOOK_SECRET: 'start-secret',
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
+        TRIAGE_DRY_RUN: 'true',
+      },
+      { cwd },
+    );
+    try {
+      await waitFor(
+        () =>
+          fetch(`http://127.0.0.1:${port}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        {
+          timeoutMs: 15_000,
+          what: `start\n${start.output()}`,
+        },
+      );
+      const first = JSON.parse(start.output().split('\n')[0]!) as { msg: string; dir: string };
+      expect(first.msg).toBe('REDIS_URL not set: started a private redis-server');
+      expect(first.dir).toBe(join(cwd, '.feedback-receiver/redis'));
+    } finally {
+      start.child.kill('SIGTERM');
+    }
+    expect(await start.exited()).toBe(0);
+  });
+
+  it('says how to get Redis when REDIS_URL is unset and redis-server is not on the PATH', async () => {
+    const start = runCli(['start'], {
+      WEBHOOK_SECRET: 's',
+      PATH: '/nonexistent',
+      TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
+      TRIAGE_DRY_RUN: 'true',
+    });
+    expect(await start.exited()).toBe(1);
+    expect(start.output()).toMatch(/redis-server is not on the PATH: install Redis/);
+  });
+});
