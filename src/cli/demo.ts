@@ -123,15 +123,15 @@ and after; and stops everything. --verbose shows every component's log lines.`,
         while (fired.size < before.length) {
           for (const record of before) {
             if (fired.has(record.id)) continue;
-            const job = await worker.handlerRuns.getJob(
-              handlerRunJobId(`feedback.created:${record.id}`, TRIAGE_HANDLER_NAME),
-            );
-            if (job && (await job.isFailed()))
-              throw new Error(`triage of ${record.id} failed: ${job.failedReason}`);
-            if (job && (await job.isCompleted())) {
-              const matched = (job.returnvalue as { matched?: string[] } | null)?.matched ?? [];
-              fired.set(record.id, matched.join(', ') || '(none)');
-            }
+            // The state first: a finished job is final, so what is read after it is complete.
+            const id = handlerRunJobId(`feedback.created:${record.id}`, TRIAGE_HANDLER_NAME);
+            const state = await worker.handlerRuns.getJobState(id);
+            if (state !== 'completed' && state !== 'failed') continue;
+            const job = await worker.handlerRuns.getJob(id);
+            if (state === 'failed')
+              throw new Error(`triage of ${record.id} failed: ${job?.failedReason}`);
+            const matched = (job?.returnvalue as { matched?: string[] } | null)?.matched ?? [];
+            fired.set(record.id, matched.join(', ') || '(none)');
           }
           if (Date.now() > deadline) {
             throw new Error(

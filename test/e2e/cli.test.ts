@@ -293,6 +293,24 @@ describe('feedback-receiver usage', () => {
   });
 });
 
+describe('feedback-receiver demo', () => {
+  it('triages every record as the example rules say, and prints the table', async () => {
+    const demo = await cli(['demo']);
+    expect(demo.code).toBe(0);
+    for (const rule of [
+      'crash-reports-are-urgent',
+      'checkout-problems',
+      'unhappy-paying-customers',
+      'mobile-safari-with-logs',
+      'praise',
+    ]) {
+      expect(demo.output).toContain(rule);
+    }
+    expect(demo.output).toMatch(/Please add a dark mode .*\(none\)/);
+    expect(demo.output).toContain('Stopping everything … done');
+  });
+});
+
 describe('feedback-receiver start', () => {
   it('starts its own Redis when REDIS_URL is unset, and says so first', async () => {
     const cwd = await mkdtemp(join(tmpdir(), 'start-'));
