@@ -32,6 +32,7 @@ Seed tokens: ${SANDBOX_TOKEN} (Company plan), ${SANDBOX_STARTUP_TOKEN} (Startup 
     if (!Number.isInteger(limit) || limit < 1)
       throw new UsageError('--rate-limit takes a whole number');
     const logger = createLogger({ level: 'info' });
+    const running = stopOnSignal(logger, 'sandbox');
     const sandbox = await startSandbox({
       port,
       host: String(values.host),
@@ -39,7 +40,7 @@ Seed tokens: ${SANDBOX_TOKEN} (Company plan), ${SANDBOX_STARTUP_TOKEN} (Startup 
       rateLimit: { limit, windowMs: 60_000 },
       ...(typeof values.seed === 'string' ? { seed: loadSeed(values.seed) } : {}),
     });
+    running.add(sandbox.close);
     logger.info({ url: sandbox.url }, 'sandbox listening');
-    stopOnSignal(sandbox.close, logger, 'sandbox');
   },
 };

@@ -15,7 +15,7 @@ WEBHOOK_SECRET_FILE is required.`,
   async run() {
     const config = loadReceiverConfig();
     const logger = createLogger({ level: config.logLevel });
-    const receiver = await startReceiver(config, logger);
-    stopOnSignal(receiver.close, logger, 'receiver');
+    const running = stopOnSignal(logger, 'receiver');
+    running.add((await startReceiver(config, logger)).close);
   },
 };

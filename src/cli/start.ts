@@ -23,28 +23,20 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
     const receiverConfig = loadReceiverConfig();
     const workerConfig = loadWorkerConfig();
     const logger = createLogger({ level: receiverConfig.logLevel });
+    // Stopped in reverse order: the receiver first (no new deliveries), the worker, then Redis.
+    const running = stopOnSignal(logger, 'receiver and worker');
     let redisUrl = receiverConfig.redisUrl;
-    let stopRedis = async () => {};
     if (!receiverConfig.redisUrlFromEnv) {
       const dir = resolve(EMBEDDED_REDIS_DIR);
       const redis = await startEmbeddedRedis({ dir, appendOnly: true });
+      running.add(redis.stop);
       logger.info(
         { redisUrl: redis.url, dir },
         'REDIS_URL not set: started a private redis-server',
       );
       redisUrl = redis.url;
-      stopRedis = redis.stop;
     }
-    const receiver = await startReceiver({ ...receiverConfig, redisUrl }, logger);
-    const worker = await startWorker({ ...workerConfig, redisUrl }, logger);
-    stopOnSignal(
-      async () => {
-        await receiver.close();
-        await worker.close();
-        await stopRedis();
-      },
-      logger,
-      'receiver and worker',
-    );
+    running.add((await startWorker({ ...workerConfig, redisUrl }, logger)).close);
+    running.add((await startReceiver({ ...receiverConfig, redisUrl }, logger)).close);
   },
 };

@@ -1,10 +1,17 @@
 import type { Logger } from '../logger.js';
 
+export interface Stoppable {
+  /** Adds something to stop; on a signal, the last added stops first. */
+  add(stop: () => Promise<void>): void;
+}
+
 /**
- * On SIGTERM or SIGINT, runs `stop` and exits 0 (1 if stopping failed). A second signal exits at
- * once, for the person at the terminal who does not want to wait.
+ * Installs SIGTERM and SIGINT handling before anything starts, so a signal that arrives during
+ * start-up still stops cleanly whatever has started so far, and exits 0 (1 if stopping failed).
+ * A second signal exits at once, for the person at the terminal who does not want to wait.
  */
-export function stopOnSignal(stop: () => Promise<void>, logger: Logger, what: string): void {
+export function stopOnSignal(logger: Logger, what: string): Stoppable {
+  const stops: (() => Promise<void>)[] = [];
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -13,7 +20,9 @@ export function stopOnSignal(stop: () => Promise<void>, logger: Logger, what: st
     }
     stopping = true;
     logger.info({ signal }, `shutting down the ${what}`);
-    stop().then(
+    (async () => {
+      for (const stop of stops.reverse()) await stop();
+    })().then(
       () => {
         logger.info(`${what} stopped`);
         process.exit(0);
@@ -26,4 +35,5 @@ export function stopOnSignal(stop: () => Promise<void>, logger: Logger, what: st
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  return { add: (stop) => void stops.push(stop) };
 }

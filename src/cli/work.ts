@@ -16,7 +16,7 @@ they share the API's rate limit (FEEDBACK_API_RATE_LIMIT) through Redis.`,
   async run() {
     const config = loadWorkerConfig();
     const logger = createLogger({ level: config.logLevel });
-    const worker = await startWorker(config, logger);
-    stopOnSignal(worker.close, logger, 'worker');
+    const running = stopOnSignal(logger, 'worker');
+    running.add((await startWorker(config, logger)).close);
   },
 };
