@@ -27,3 +27,12 @@ export function requireOption(values: OptionValues, name: string, command: strin
   }
   return value;
 }
+
+/** The `--limit` option of the listing commands: a whole number of at least 1. */
+export const LIMIT_OPTION = { limit: { type: 'string', default: '50' } } as const;
+
+export function parseLimit(values: OptionValues): number {
+  const limit = Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit takes a whole number');
+  return limit;
+}

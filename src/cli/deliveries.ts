@@ -1,4 +1,4 @@
-import { UsageError, type Command } from './command.js';
+import { LIMIT_OPTION, parseLimit, UsageError, type Command } from './command.js';
 import { withQueues } from './redis-for-cli.js';
 
 export const deliveriesFailedCommand: Command = {
@@ -8,10 +8,9 @@ export const deliveriesFailedCommand: Command = {
 
 Lists the handler runs that failed for good (the dead letter), newest first:
 run id, handler, delivery key, attempts, when, and why.`,
-  options: { limit: { type: 'string', default: '50' } },
+  options: LIMIT_OPTION,
   async run(values) {
-    const limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit takes a whole number');
+    const limit = parseLimit(values);
     await withQueues(async ({ deadLetter }) => {
       const entries = await deadLetter.list({ limit });
       const total = await deadLetter.count();

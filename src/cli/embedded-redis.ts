@@ -2,7 +2,7 @@
  * A private redis-server for `start` (with a data directory and the append-only file on, so a
  * restart keeps the queue) and for the demo (in a temporary directory).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,6 +12,8 @@ import { freePort } from './free-port.js';
 export interface EmbeddedRedis {
   readonly url: string;
   readonly port: number;
+  /** The redis-server process, for tests that pause it. */
+  readonly process: ChildProcess;
   stop(): Promise<void>;
 }
 
@@ -31,12 +33,15 @@ export class RedisNotFoundError extends Error {
 export async function startEmbeddedRedis({
   dir,
   appendOnly,
+  port: wanted,
 }: {
   dir: string;
   appendOnly: boolean;
+  /** Default: a free port. */
+  port?: number;
 }): Promise<EmbeddedRedis> {
   mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  const port = wanted ?? (await freePort());
   const child = spawn(
     'redis-server',
     [
@@ -63,8 +68,10 @@ export async function startEmbeddedRedis({
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
+    process: child,
     stop: async () => {
       if (child.exitCode !== null) return;
+      child.kill('SIGCONT'); // a paused server could not act on SIGTERM
       child.kill('SIGTERM');
       await exited;
     },

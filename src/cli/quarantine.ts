@@ -1,5 +1,5 @@
 import type { ReplayResult } from '../queue/quarantine.js';
-import { UsageError, type Command } from './command.js';
+import { LIMIT_OPTION, parseLimit, UsageError, type Command } from './command.js';
 import { withQueues } from './redis-for-cli.js';
 
 export const quarantineListCommand: Command = {
@@ -9,10 +9,9 @@ export const quarantineListCommand: Command = {
 
 Lists quarantined deliveries (authentic, but not JSON or not a feedback record),
 newest first, with the reason.`,
-  options: { limit: { type: 'string', default: '50' } },
+  options: LIMIT_OPTION,
   async run(values) {
-    const limit = Number(values.limit);
-    if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit takes a whole number');
+    const limit = parseLimit(values);
     await withQueues(async ({ quarantine }) => {
       const entries = await quarantine.list({ limit });
       if (entries.length === 0) {
