@@ -12,7 +12,7 @@ import { createApp, type AppDeps } from './http/app.js';
 import type { Logger } from './logger.js';
 import { createDeliveryQueue, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
-import { createProducerConnection, redisAnswers } from './queue/redis.js';
+import { closeConnection, createProducerConnection, redisAnswers } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
 
 export interface ReceiverDeps extends AppDeps {
@@ -52,7 +52,7 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     isReady: () => redisAnswers(connection),
     close: async () => {
       await deliveries.close();
-      await connection.quit().catch(() => connection.disconnect());
+      await closeConnection(connection);
     },
   };
 }

@@ -7,7 +7,7 @@ import { createApiClient } from './api/client.js';
 import type { WorkerConfig } from './config.js';
 import type { Logger } from './logger.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
-import { createWorkerConnection } from './queue/redis.js';
+import { closeConnection, createWorkerConnection } from './queue/redis.js';
 import type { Handler } from './worker/handler.js';
 import { assertUniqueNames, HandlerLoadError, loadHandlerModules } from './worker/load-handlers.js';
 import { startWorkerRuntime, type WorkerRuntime } from './worker/runtime.js';
@@ -74,7 +74,7 @@ export async function startWorker(
     ...runtime,
     close: async () => {
       await runtime.close(config.shutdownTimeoutSeconds * 1000);
-      await connection.quit().catch(() => connection.disconnect());
+      await closeConnection(connection);
     },
   };
 }

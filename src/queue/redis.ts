@@ -41,6 +41,15 @@ export function createWorkerConnection(url: string, logger: Logger): Redis {
   return connection;
 }
 
+/** Connections this process closes on purpose; losing them is not news. */
+const closing = new WeakSet<Redis>();
+
+/** Closes a connection on purpose: waits for replies in flight, and logs no warning. */
+export async function closeConnection(connection: Redis): Promise<void> {
+  closing.add(connection);
+  await connection.quit().catch(() => connection.disconnect());
+}
+
 /** Logs when the connection is lost and when it is back, once each, not on every retry. */
 function reportConnectionState(connection: Redis, logger: Logger): void {
   let down = false;
@@ -49,7 +58,7 @@ function reportConnectionState(connection: Redis, logger: Logger): void {
     down = true;
   });
   connection.on('close', () => {
-    if (!down) logger.warn('redis connection closed');
+    if (!down && !closing.has(connection)) logger.warn('redis connection closed');
     down = true;
   });
   connection.on('ready', () => {
