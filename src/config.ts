@@ -38,18 +38,18 @@ const headerName = z
   .trim()
   .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'expected an HTTP header name');
 
+const httpUrl = z
+  .string()
+  .trim()
+  .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, 'expected an http:// or https:// URL')
+  .transform((url) => url.replace(/\/+$/, ''));
+
 const booleanFlag = z
   .string()
   .trim()
   .toLowerCase()
   .regex(/^(true|false|1|0|yes|no)$/, 'expected true or false')
   .transform((text) => ['true', '1', 'yes'].includes(text));
-
-const httpUrl = z
-  .string()
-  .trim()
-  .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, 'expected an http:// or https:// URL')
-  .transform((url) => url.replace(/\/+$/, ''));
 
 /** Read by every role. */
 const SharedEnv = {
@@ -64,6 +64,7 @@ const SharedEnv = {
     .regex(/^[^\s:]+$/, 'expected a key prefix without spaces or ":"')
     .default('feedback-receiver'),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  LOG_PRETTY: booleanFlag.default(false),
   DEDUPE_TTL_SECONDS: integer(1).default(7 * 24 * 60 * 60),
 };
 
@@ -91,6 +92,7 @@ const WorkerEnv = z.object({
   WORKER_CONCURRENCY: integer(1, 1000).default(10),
   WORKER_LOCK_SECONDS: integer(1, 3600).default(30),
   SHUTDOWN_TIMEOUT_SECONDS: integer(0, 3600).default(30),
+  METRICS_PORT: integer(0, 65535).default(9464),
   TRIAGE_RULES: z.string().trim().min(1).optional(),
   TRIAGE_DRY_RUN: booleanFlag.default(false),
 });
@@ -103,6 +105,8 @@ export interface SharedConfig {
   /** BullMQ's key prefix; every key this service writes starts with it. */
   readonly queuePrefix: string;
   readonly logLevel: LogLevel;
+  /** Human-readable log lines instead of JSON, for people at a terminal. */
+  readonly logPretty: boolean;
   /** How long a delivery (and each handler run of it) is remembered, whatever happens to its job. */
   readonly dedupeTtlSeconds: number;
 }
@@ -134,6 +138,8 @@ export interface WorkerConfig extends SharedConfig {
   /** How long a job's lock lasts; a worker that dies mid-job loses its jobs to others after it. */
   readonly lockSeconds: number;
   readonly shutdownTimeoutSeconds: number;
+  /** Where the worker serves /healthz, /readyz and /metrics. */
+  readonly metricsPort: number;
   /** Auto-triage, when TRIAGE_RULES names a rules file. */
   readonly triage: TriageConfig | undefined;
 }
@@ -243,6 +249,7 @@ export function loadWorkerConfig(
     concurrency: vars.WORKER_CONCURRENCY,
     lockSeconds: vars.WORKER_LOCK_SECONDS,
     shutdownTimeoutSeconds: vars.SHUTDOWN_TIMEOUT_SECONDS,
+    metricsPort: vars.METRICS_PORT,
     triage,
   });
 }
@@ -264,6 +271,7 @@ function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>, env: Env): SharedC
     redisUrlFromEnv: (env.REDIS_URL ?? '') !== '',
     queuePrefix: vars.QUEUE_PREFIX,
     logLevel: vars.LOG_LEVEL,
+    logPretty: vars.LOG_PRETTY,
     dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,
   };
 }

@@ -30,15 +30,18 @@ export const REDACTED_PATHS = [
 
 export interface LoggerOptions {
   readonly level: LogLevel;
+  /** Human-readable lines (pino-pretty) instead of JSON. */
+  readonly pretty?: boolean;
   /** Where lines go; stdout by default. Tests pass a stream to read every line. */
   readonly destination?: pino.DestinationStream;
 }
 
-export function createLogger({ level, destination }: LoggerOptions): Logger {
+export function createLogger({ level, destination, pretty = false }: LoggerOptions): Logger {
   const options: pino.LoggerOptions = {
     level,
     base: { service: 'feedback-receiver' },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    ...(pretty && !destination ? { transport: { target: 'pino-pretty' } } : {}),
   };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -10,7 +10,9 @@ import type { Redis } from 'ioredis';
 import type { ReceiverConfig } from './config.js';
 import { createApp, type AppDeps } from './http/app.js';
 import type { Logger } from './logger.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import { createDeliveryQueue, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
+import { createHandlerRunsQueue } from './queue/handler-runs-queue.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
 import { closeConnection, createProducerConnection, redisAnswers } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
@@ -19,7 +21,10 @@ export interface ReceiverDeps extends AppDeps {
   readonly connection: Redis;
   readonly deliveries: DeliveryQueueProducer;
   readonly quarantine: Quarantine;
-  /** Closes the queue and the Redis connection. */
+  readonly metrics: Metrics;
+  /** From now on /readyz answers 503, so load balancers stop sending deliveries here. */
+  drain(): void;
+  /** Closes the queues and the Redis connection. */
   close(): Promise<void>;
 }
 
@@ -37,10 +42,14 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     prefix: config.queuePrefix,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
   });
-  // The queue shares the producer connection, whose state is already logged once per outage.
-  deliveries.queue.on('error', (error: Error) => {
-    logger.debug({ error: error.message }, 'deliveries queue error');
-  });
+  // The queues share the producer connection, whose state is already logged once per outage.
+  const handlerRuns = createHandlerRunsQueue(connection, config.queuePrefix);
+  for (const queue of [deliveries.queue, handlerRuns]) {
+    queue.on('error', (error: Error) => logger.debug({ error: error.message }, 'queue error'));
+  }
+  const metrics = createMetrics();
+  metrics.watchQueues([deliveries.queue, handlerRuns]);
+  let draining = false;
   return {
     scheme: createSignatureScheme(config.webhook),
     bodyLimitBytes: config.webhook.bodyLimitBytes,
@@ -49,8 +58,13 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     deliveries,
     quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
     logger,
-    isReady: () => redisAnswers(connection),
+    metrics,
+    isReady: async () => !draining && (await redisAnswers(connection)),
+    drain: () => {
+      draining = true;
+    },
     close: async () => {
+      await handlerRuns.close();
       await deliveries.close();
       await closeConnection(connection);
     },
@@ -61,7 +75,7 @@ export interface RunningReceiver {
   readonly server: Server;
   /** Where it listens, e.g. `http://127.0.0.1:3000`. */
   readonly url: string;
-  /** Stops accepting, lets in-flight requests finish, then closes Redis. */
+  /** Turns /readyz to 503, stops accepting, lets in-flight requests finish, then closes Redis. */
   close(): Promise<void>;
 }
 
@@ -86,6 +100,7 @@ export async function startReceiver(
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      deps.drain();
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await drained;

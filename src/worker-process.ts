@@ -5,7 +5,11 @@
  */
 import { createApiClient } from './api/client.js';
 import type { WorkerConfig } from './config.js';
+import { Queue } from 'bullmq';
+import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
+import { createMetrics } from './metrics.js';
+import { DELIVERIES_QUEUE } from './queue/deliveries-queue.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
 import { closeConnection, createWorkerConnection } from './queue/redis.js';
 import type { Handler } from './worker/handler.js';
@@ -49,6 +53,7 @@ export async function startWorker(
 ): Promise<WorkerRuntime & { close(): Promise<void> }> {
   const handlers = await resolveHandlers(config, options.handlers);
   const connection = createWorkerConnection(config.redisUrl, logger);
+  const metrics = createMetrics();
   const api = createApiClient({
     baseUrl: config.api.baseUrl,
     token: config.api.token,
@@ -59,6 +64,10 @@ export async function startWorker(
       limit: config.api.rateLimitPerMinute,
     }),
     logger,
+    observer: {
+      answered: (method, status) => metrics.apiRequests.inc({ method, status: String(status) }),
+      waitedForSlot: (ms) => metrics.rateLimitWaitSeconds.inc(ms / 1000),
+    },
   });
   const runtime = await startWorkerRuntime({
     connection,
@@ -69,11 +78,25 @@ export async function startWorker(
     concurrency: config.concurrency,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     lockDurationMs: config.lockSeconds * 1000,
+    metrics,
   });
+  const deliveries = new Queue(DELIVERIES_QUEUE, { connection, prefix: config.queuePrefix });
+  metrics.watchQueues([deliveries, runtime.handlerRuns]);
+
+  let stopping = false;
+  const probes = await startProbeServer({
+    port: config.metricsPort,
+    isReady: async () => !stopping && connection.status === 'ready',
+    metrics,
+  });
+  logger.info({ url: probes.url }, 'worker probes listening (/healthz, /readyz, /metrics)');
   return {
     ...runtime,
     close: async () => {
+      stopping = true;
       await runtime.close(config.shutdownTimeoutSeconds * 1000);
+      await deliveries.close();
+      await probes.close();
       await closeConnection(connection);
     },
   };

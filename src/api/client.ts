@@ -50,6 +50,11 @@ export interface ApiClient extends FeedbackApi {
   withContext(context: { logger?: Logger; signal?: AbortSignal }): FeedbackApi;
 }
 
+export interface ApiObserver {
+  answered(method: string, status: number | 'error'): void;
+  waitedForSlot(ms: number): void;
+}
+
 export interface ApiClientOptions {
   /** Base URL, e.g. `https://api.example.com`; calls fail with ApiNotConfiguredError without it. */
   readonly baseUrl: string | undefined;
@@ -65,6 +70,8 @@ export interface ApiClientOptions {
    */
   readonly maxSlotWaitMs?: number;
   readonly logger?: Logger;
+  /** Told of every answer (or its absence) and every wait for a rate-limit slot, for metrics. */
+  readonly observer?: ApiObserver;
   /** Default: the global fetch. */
   readonly fetch?: typeof fetch;
 }
@@ -91,6 +98,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       if (waitMs > maxSlotWaitMs) {
         throw new ApiRateLimitedError({ method, url, retryAfterMs: waitMs, source: 'limiter' });
       }
+      options.observer?.waitedForSlot(waitMs);
       await sleep(waitMs, undefined, signal ? { signal } : {});
     }
   }
@@ -127,6 +135,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     } catch (error) {
       const details = { method, url, cause: error };
       logger?.warn({ api: { method, path, outcome: 'no_answer' } }, 'api call failed');
+      options.observer?.answered(method, 'error');
       if (timeout.aborted && !signal?.aborted) throw new ApiTimeoutError({ ...details, timeoutMs });
       if (signal?.aborted) throw error;
       throw new ApiNetworkError(details);
@@ -134,6 +143,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
     const parsed = await readBody(response, { method, url, timeoutMs }, timeout);
     const ms = Math.round(performance.now() - started);
     logger?.info({ api: { method, path, status: response.status, ms } }, 'api call');
+    options.observer?.answered(method, response.status);
     if (response.ok) return parsed;
 
     const details: ApiErrorDetails = { method, url, status: response.status, body: parsed };

@@ -14,7 +14,7 @@ Configured through environment variables (see the README); WEBHOOK_SECRET or
 WEBHOOK_SECRET_FILE is required.`,
   async run() {
     const config = loadReceiverConfig();
-    const logger = createLogger({ level: config.logLevel });
+    const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
     const running = stopOnSignal(logger, 'receiver');
     running.add((await startReceiver(config, logger)).close);
   },

@@ -22,7 +22,10 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
   async run() {
     const receiverConfig = loadReceiverConfig();
     const workerConfig = loadWorkerConfig();
-    const logger = createLogger({ level: receiverConfig.logLevel });
+    const logger = createLogger({
+      level: receiverConfig.logLevel,
+      pretty: receiverConfig.logPretty,
+    });
     // Stopped in reverse order: the receiver first (no new deliveries), the worker, then Redis.
     const running = stopOnSignal(logger, 'receiver and worker');
     let redisUrl = receiverConfig.redisUrl;

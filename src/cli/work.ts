@@ -15,7 +15,7 @@ listed in HANDLERS (comma-separated paths). Run as many workers as you like;
 they share the API's rate limit (FEEDBACK_API_RATE_LIMIT) through Redis.`,
   async run() {
     const config = loadWorkerConfig();
-    const logger = createLogger({ level: config.logLevel });
+    const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
     const running = stopOnSignal(logger, 'worker');
     running.add((await startWorker(config, logger)).close);
   },

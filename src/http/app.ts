@@ -3,13 +3,21 @@
  * everything else. All state comes in through `deps`, so tests build it with real or fake parts.
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
 import { sendProblem } from './send-problem.js';
-import { createWebhookRouter, type WebhookRouteDeps } from './webhook-route.js';
+import type { Metrics } from '../metrics.js';
+import { createProbeRouter } from './probes.js';
+import { createWebhookRouter, WEBHOOK_PATH, type WebhookRouteDeps } from './webhook-route.js';
 
 export interface AppDeps extends WebhookRouteDeps {
   /** Whether the receiver can store deliveries now (Redis answers); drives GET /readyz. */
   readonly isReady: () => Promise<boolean>;
+  /** Served at GET /metrics, and fed request latencies. */
+  readonly metrics?: Metrics;
 }
+
+/** Route labels are fixed, so a scan of random paths cannot blow up the metrics' cardinality. */
+const KNOWN_ROUTES = new Set([WEBHOOK_PATH, '/healthz', '/readyz', '/metrics']);
 
 /**
  * Builds the receiver's Express app.
@@ -22,22 +30,23 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
+  app.use(helmet());
+
+  const { metrics } = deps;
+  if (metrics) {
+    app.use((req, res, next) => {
+      const stop = metrics.requestDuration.startTimer({ method: req.method });
+      res.on('finish', () => {
+        const route = KNOWN_ROUTES.has(req.path) ? req.path : 'other';
+        stop({ route, status: String(res.statusCode) });
+      });
+      next();
+    });
+  }
 
   app.use(createWebhookRouter(deps));
 
-  // The process is up and serving: an orchestrator restarts it when this fails.
-  app.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-
-  // Deliveries can be stored: an orchestrator sends traffic elsewhere when this fails.
-  app.get('/readyz', async (_req, res) => {
-    if (await deps.isReady()) {
-      res.json({ status: 'ready' });
-      return;
-    }
-    sendProblem(res, 'QUEUE_UNAVAILABLE', 'Redis does not answer.');
-  });
+  app.use(createProbeRouter(deps));
 
   app.use((req, res) => {
     sendProblem(res, 'NOT_FOUND', `Nothing at ${req.method} ${req.path}.`);

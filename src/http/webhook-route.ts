@@ -8,6 +8,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { ErrorCode } from '../errors.js';
 import type { InvalidPayloadMode } from '../config.js';
 import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
 import type { DeliveryQueue } from '../queue/deliveries-queue.js';
 import type { NewQuarantineEntry } from '../queue/quarantine.js';
 import { interpretPayload } from '../webhooks/delivery.js';
@@ -28,6 +29,8 @@ export interface WebhookRouteDeps {
   readonly deliveries: DeliveryQueue;
   readonly quarantine: { add(entry: NewQuarantineEntry): Promise<string> };
   readonly logger: Logger;
+  /** Counts outcomes and times enqueues; see src/metrics.ts. */
+  readonly metrics?: Pick<Metrics, 'deliveries' | 'secretMatches' | 'enqueueDuration'>;
   /** The clock, in milliseconds since the epoch; tests pass their own. */
   readonly now?: () => number;
 }
@@ -50,14 +53,16 @@ export function createWebhookRouter(
   deps: WebhookRouteDeps,
   { path = WEBHOOK_PATH }: WebhookRouterOptions = {},
 ): Router {
-  const { scheme, logger, deliveries, quarantine } = deps;
+  const { scheme, logger, deliveries, quarantine, metrics } = deps;
   const now = deps.now ?? Date.now;
   const keptHeaders = [...KEPT_HEADERS, ...scheme.headers];
   const router = express.Router();
 
   /** Answers with a problem, and logs why at warn: the log says more than the answer. */
+  const counted = (outcome: string, reason = '') => metrics?.deliveries.inc({ outcome, reason });
   const refuse = (res: Response, code: ErrorCode, reason: string, detail: string, extra = {}) => {
     logger.warn({ outcome: 'rejected', reason, ...extra }, 'delivery refused');
+    counted('rejected', reason);
     sendProblem(res, code, detail);
   };
 
@@ -123,6 +128,7 @@ export function createWebhookRouter(
       );
     }
 
+    metrics?.secretMatches.inc({ index: String(check.secretIndex) });
     const deliveryId = scheme.deliveryId(header);
     const outcome = interpretPayload(body, { deliveryId, receivedAt: new Date(receivedAt) });
     const signed = { secretIndex: check.secretIndex };
@@ -130,6 +136,7 @@ export function createWebhookRouter(
       switch (outcome.kind) {
         case 'ignored':
           logger.info({ ...signed, outcome: 'ignored', event: outcome.event }, 'delivery ignored');
+          counted('ignored');
           return res.status(202).json({ status: 'ignored' });
 
         case 'invalid': {
@@ -155,19 +162,24 @@ export function createWebhookRouter(
             { ...issues, outcome: 'quarantined', quarantineId: id },
             'delivery quarantined',
           );
+          counted('quarantined');
           return res.status(202).json({ status: 'quarantined', id });
         }
 
         case 'delivery': {
           const { key } = outcome.delivery;
+          const stopTimer = metrics?.enqueueDuration.startTimer();
           const { status, jobId } = await deliveries.enqueue(outcome.delivery);
+          stopTimer?.();
           logger.info({ ...signed, outcome: status, key, jobId }, `delivery ${status}`);
+          counted(status);
           return res.status(status === 'queued' ? 202 : 200).json({ status, id: key });
         }
       }
     } catch (error) {
       // Nothing was stored, so nothing may be acknowledged: the sender retries later.
       logger.error({ error: describeError(error) }, 'delivery not stored: redis unavailable');
+      counted('rejected', 'queue_unavailable');
       res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
       return sendProblem(res, 'QUEUE_UNAVAILABLE', 'The queue is unavailable; retry later.');
     }

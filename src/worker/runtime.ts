@@ -18,6 +18,7 @@ import type { Redis } from 'ioredis';
 import { isApiRateLimitedError, isFinalApiError } from '../api/api-errors.js';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
 import { DELIVERIES_QUEUE, type JobRetention } from '../queue/deliveries-queue.js';
 import {
   addHandlerRuns,
@@ -47,6 +48,8 @@ export interface WorkerRuntimeOptions {
   readonly lockDurationMs?: number;
   /** Retention of handler runs; the default keeps failed runs (the dead letter) 30 days. */
   readonly retention?: JobRetention;
+  /** Counts and times handler runs by outcome. */
+  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration'>;
 }
 
 export interface WorkerRuntime {
@@ -109,6 +112,11 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     runsInFlight.add(controller);
     const started = performance.now();
     const ms = () => Math.round(performance.now() - started);
+    const count = (outcome: string) => {
+      const labels = { handler: job.name, outcome };
+      options.metrics?.handlerRuns.inc(labels);
+      options.metrics?.handlerRunDuration.observe(labels, (performance.now() - started) / 1000);
+    };
     try {
       const result = await handler.handle({
         record: delivery.record,
@@ -119,11 +127,13 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         signal: controller.signal,
       });
       log.info({ outcome: 'completed', ms: ms() }, 'handler run');
+      count('completed');
       return result ?? null;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       if (shuttingDown && controller.signal.aborted) {
         log.warn({ outcome: 'interrupted', ms: ms() }, 'handler run interrupted by shutdown');
+        count('interrupted');
         await job.moveToWait(token);
         throw new WaitingError();
       }
@@ -131,14 +141,17 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         // Not the handler's fault: try again once the limit allows, without spending an attempt.
         const delayMs = error.retryAfterMs + Math.floor(Math.random() * 1_000);
         log.info({ outcome: 'delayed', delayMs, source: error.source }, 'handler run rate limited');
+        count('delayed');
         await job.moveToDelayed(Date.now() + delayMs, token);
         throw new DelayedError();
       }
       if (error instanceof UnrecoverableError || isFinalApiError(error)) {
         log.error({ outcome: 'failed', ms: ms(), error: message }, 'handler run failed for good');
+        count('failed');
         throw error instanceof UnrecoverableError ? error : new UnrecoverableError(message);
       }
       const retries = attempt < (job.opts.attempts ?? 1);
+      count(retries ? 'retrying' : 'failed');
       log.warn(
         { outcome: retries ? 'retrying' : 'failed', ms: ms(), error: message },
         retries ? 'handler run failed; will retry' : 'handler run failed; attempts used up',

@@ -14,6 +14,7 @@ import {
   startFakeFeedbackApi,
   type FakeFeedbackApi,
 } from '../helpers/fake-feedback-api.js';
+import { freePort } from '../helpers/free-port.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -117,6 +118,30 @@ describe('feedback-receiver work', () => {
     // The example custom handler ran too, from its own module.
     expect(JSON.parse(await readFile(digest, 'utf8'))).toMatchObject({ id: 'fb_e2e', rating: 1 });
     expect(worker.output()).not.toContain(API_TOKEN);
+  });
+
+  it('serves /healthz, /readyz and /metrics on METRICS_PORT, counting runs and API calls', async () => {
+    const metricsPort = await freePort();
+    const url = await startReceiver();
+    await startWork({
+      TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
+      METRICS_PORT: String(metricsPort),
+    });
+    const probes = `http://127.0.0.1:${metricsPort}`;
+    expect((await fetch(`${probes}/healthz`)).status).toBe(200);
+    expect((await fetch(`${probes}/readyz`)).status).toBe(200);
+    await postSigned(url, { id: 'fb_metrics', title: 'It crashed', priority_id: 1 });
+    await waitFor(async () => (await handlerRuns.getCompletedCount()) === 1, { what: 'the run' });
+    const metrics = await (await fetch(`${probes}/metrics`)).text();
+    expect(metrics).toContain(
+      'feedback_receiver_handler_runs_total{handler="auto-triage",outcome="completed"} 1',
+    );
+    expect(metrics).toContain(
+      'feedback_receiver_api_requests_total{method="PATCH",status="200"} 1',
+    );
+    expect(metrics).toMatch(
+      /feedback_receiver_queue_jobs\{queue="handler-runs",state="failed"\} 0/,
+    );
   });
 
   it('finishes on another worker the job of a worker killed mid-job', async () => {

@@ -21,7 +21,8 @@ export function runCli(
   { cwd }: { cwd?: string } = {},
 ): CliProcess {
   const child = spawn(process.execPath, [CLI, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
+    // Several workers run at once in tests: each takes a free port for its probes.
+    env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(cwd ? { cwd } : {}),
   });

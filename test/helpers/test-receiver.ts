@@ -9,6 +9,7 @@ import { inject } from 'vitest';
 import type { InvalidPayloadMode } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
+import { createMetrics, type Metrics } from '../../src/metrics.js';
 import {
   createDeliveryQueue,
   type DeliveryQueueProducer,
@@ -41,6 +42,7 @@ export interface TestReceiver {
   readonly connection: Redis;
   readonly deliveries: DeliveryQueueProducer;
   readonly quarantine: Quarantine;
+  readonly metrics: Metrics;
   /** Every log line written so far, parsed. */
   readonly logs: Record<string, unknown>[];
   close(): Promise<void>;
@@ -64,7 +66,10 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
   await waitFor(() => connection.status === 'ready', { what: 'redis connection' });
   await deliveries.queue.waitUntilReady();
   const quarantine = createQuarantine({ connection, prefix });
+  const metrics = createMetrics();
+  metrics.watchQueues([deliveries.queue]);
   const app = createApp({
+    metrics,
     scheme: createSignatureScheme({
       scheme: options.scheme ?? 'hmac-sha256',
       secrets: options.secrets ?? [TEST_SECRET],
@@ -85,6 +90,7 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
     connection,
     deliveries,
     quarantine,
+    metrics,
     logs,
     close: async () => {
       await deliveries.close().catch(() => {});

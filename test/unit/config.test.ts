@@ -26,6 +26,7 @@ describe('loadReceiverConfig', () => {
       redisUrlFromEnv: false,
       queuePrefix: 'feedback-receiver',
       logLevel: 'info',
+      logPretty: false,
       dedupeTtlSeconds: 604800,
       webhook: {
         scheme: 'hmac-sha256',
@@ -136,12 +137,14 @@ describe('loadWorkerConfig', () => {
       redisUrlFromEnv: false,
       queuePrefix: 'feedback-receiver',
       logLevel: 'info',
+      logPretty: false,
       dedupeTtlSeconds: 604800,
       api: { baseUrl: undefined, token: undefined, rateLimitPerMinute: 100, timeoutMs: 10_000 },
       handlerModules: [],
       concurrency: 10,
       lockSeconds: 30,
       shutdownTimeoutSeconds: 30,
+      metricsPort: 9464,
       triage: undefined,
     });
   });

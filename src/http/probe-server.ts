@@ -1,0 +1,27 @@
+/** The worker's own small HTTP server: /healthz, /readyz and /metrics on METRICS_PORT. */
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { createProbeRouter, type ProbeDeps } from './probes.js';
+import { sendProblem } from './send-problem.js';
+
+export async function startProbeServer(
+  options: ProbeDeps & { port: number; host?: string },
+): Promise<{ url: string; close(): Promise<void> }> {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(createProbeRouter(options));
+  app.use((req, res) => sendProblem(res, 'NOT_FOUND', `Nothing at ${req.method} ${req.path}.`));
+  const server = createServer(app);
+  server.listen(options.port, options.host ?? '0.0.0.0');
+  await once(server, 'listening');
+  const { address, port } = server.address() as AddressInfo;
+  return {
+    url: `http://${address.includes(':') ? `[${address}]` : address}:${port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

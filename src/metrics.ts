@@ -1,0 +1,102 @@
+/**
+ * Prometheus metrics (prom-client), one registry per process, served at /metrics. The receiver
+ * and the worker each fill in their part; both export process metrics and queue depths.
+ */
+import type { Queue } from 'bullmq';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** Deliveries by outcome: queued, duplicate, quarantined, ignored, rejected (with its reason). */
+  readonly deliveries: Counter<'outcome' | 'reason'>;
+  /** Which accepted secret matched, by position: 0 is the first in WEBHOOK_SECRET. */
+  readonly secretMatches: Counter<'index'>;
+  readonly requestDuration: Histogram<'method' | 'route' | 'status'>;
+  readonly enqueueDuration: Histogram;
+  readonly handlerRuns: Counter<'handler' | 'outcome'>;
+  readonly handlerRunDuration: Histogram<'handler' | 'outcome'>;
+  readonly apiRequests: Counter<'method' | 'status'>;
+  readonly rateLimitWaitSeconds: Counter;
+  /** Reports these queues' depths (waiting, active, delayed, failed) on every scrape. */
+  watchQueues(queues: readonly Queue[]): void;
+}
+
+const FAST = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const SLOW = [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'feedback_receiver_' });
+  const registers = [registry];
+  const watched: Queue[] = [];
+
+  new Gauge({
+    name: 'feedback_receiver_queue_jobs',
+    help: 'Jobs in each queue by state.',
+    labelNames: ['queue', 'state'],
+    registers,
+    async collect() {
+      this.reset();
+      for (const queue of watched) {
+        const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
+        for (const [state, count] of Object.entries(counts)) {
+          this.set({ queue: queue.name, state }, count);
+        }
+      }
+    },
+  });
+
+  return {
+    registry,
+    deliveries: new Counter({
+      name: 'feedback_receiver_deliveries_total',
+      help: 'Deliveries received, by outcome (and reason, for rejected ones).',
+      labelNames: ['outcome', 'reason'],
+      registers,
+    }),
+    secretMatches: new Counter({
+      name: 'feedback_receiver_secret_matches_total',
+      help: 'Signatures accepted, by the position of the secret that matched; an old secret whose count stops growing can be retired.',
+      labelNames: ['index'],
+      registers,
+    }),
+    requestDuration: new Histogram({
+      name: 'feedback_receiver_http_request_duration_seconds',
+      help: 'HTTP request latency.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: FAST,
+      registers,
+    }),
+    enqueueDuration: new Histogram({
+      name: 'feedback_receiver_enqueue_duration_seconds',
+      help: 'Time to store an accepted delivery in Redis.',
+      buckets: FAST,
+      registers,
+    }),
+    handlerRuns: new Counter({
+      name: 'feedback_receiver_handler_runs_total',
+      help: 'Handler runs by handler and outcome (completed, retrying, failed, delayed, interrupted).',
+      labelNames: ['handler', 'outcome'],
+      registers,
+    }),
+    handlerRunDuration: new Histogram({
+      name: 'feedback_receiver_handler_run_duration_seconds',
+      help: 'Handler run duration by handler and outcome.',
+      labelNames: ['handler', 'outcome'],
+      buckets: SLOW,
+      registers,
+    }),
+    apiRequests: new Counter({
+      name: 'feedback_receiver_api_requests_total',
+      help: 'Calls to the feedback API by method and status ("error" when no answer came).',
+      labelNames: ['method', 'status'],
+      registers,
+    }),
+    rateLimitWaitSeconds: new Counter({
+      name: 'feedback_receiver_api_rate_limit_wait_seconds_total',
+      help: 'Time API calls spent waiting for a slot of the shared rate limit.',
+      registers,
+    }),
+    watchQueues: (queues) => void watched.push(...queues),
+  };
+}

@@ -1,0 +1,82 @@
+import request from 'supertest';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { loadReceiverConfig } from '../../src/config.js';
+import { createApp } from '../../src/http/app.js';
+import { createLogger } from '../../src/logger.js';
+import { createReceiverDeps } from '../../src/receiver.js';
+import { postSigned } from '../helpers/signed-request.js';
+import { createTestReceiver, TEST_SECRET, type TestReceiver } from '../helpers/test-receiver.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+let receiver: TestReceiver;
+beforeEach(async () => {
+  receiver = await createTestReceiver({ secrets: ['new-secret', TEST_SECRET] });
+});
+afterEach(async () => {
+  await receiver.close();
+});
+
+describe('the receiver, operated', () => {
+  it('counts deliveries by outcome and the secret that matched, and reports queue depth', async () => {
+    await postSigned(receiver.app, { id: 'fb_1' }).expect(202);
+    await postSigned(receiver.app, { id: 'fb_1' }).expect(200);
+    await postSigned(receiver.app, { id: 'fb_2' }, { secret: 'new-secret' }).expect(202);
+    await postSigned(receiver.app, { id: 'fb_3' }, { secret: 'wrong' }).expect(401);
+    await postSigned(receiver.app, 'not json').expect(202);
+
+    const response = await request(receiver.app).get('/metrics').expect(200);
+    expect(response.headers['content-type']).toMatch(/^text\/plain/);
+    const text = response.text;
+    expect(text).toContain('feedback_receiver_deliveries_total{outcome="queued",reason=""} 2');
+    expect(text).toContain('feedback_receiver_deliveries_total{outcome="duplicate",reason=""} 1');
+    expect(text).toContain('feedback_receiver_deliveries_total{outcome="quarantined",reason=""} 1');
+    expect(text).toContain(
+      'feedback_receiver_deliveries_total{outcome="rejected",reason="signature_mismatch"} 1',
+    );
+    expect(text).toContain('feedback_receiver_secret_matches_total{index="0"} 1');
+    expect(text).toContain('feedback_receiver_secret_matches_total{index="1"} 3');
+    expect(text).toContain('feedback_receiver_queue_jobs{queue="deliveries",state="waiting"} 2');
+    expect(text).toContain('feedback_receiver_enqueue_duration_seconds_count 3');
+    expect(text).toMatch(
+      /feedback_receiver_http_request_duration_seconds_count\{method="POST",route="\/webhooks\/feedback",status="202"\} 3/,
+    );
+    expect(text).toContain('feedback_receiver_process_resident_memory_bytes');
+  });
+
+  it('labels unknown paths as "other", so a scan cannot multiply the series', async () => {
+    await request(receiver.app).get('/wp-admin/setup.php').expect(404);
+    const { text } = await request(receiver.app).get('/metrics');
+    expect(text).toMatch(/route="other",status="404"/);
+    expect(text).not.toContain('wp-admin');
+  });
+
+  it('sends security headers and no x-powered-by', async () => {
+    const response = await request(receiver.app).get('/healthz').expect(200);
+    expect(response.headers['x-content-type-options']).toBe('nosniff');
+    expect(response.headers['x-powered-by']).toBeUndefined();
+  });
+});
+
+describe('draining', () => {
+  it('answers 503 on /readyz once draining, while /healthz stays 200', async () => {
+    const deps = createReceiverDeps(
+      loadReceiverConfig({
+        WEBHOOK_SECRET: 's',
+        REDIS_URL: inject('redisUrl'),
+        QUEUE_PREFIX: 'drain-test',
+      }),
+      createLogger({ level: 'silent' }),
+    );
+    try {
+      const app = createApp(deps);
+      await waitFor(async () => (await request(app).get('/readyz')).status === 200, {
+        what: 'ready',
+      });
+      deps.drain();
+      await request(app).get('/readyz').expect(503);
+      await request(app).get('/healthz').expect(200);
+    } finally {
+      await deps.close();
+    }
+  });
+});
