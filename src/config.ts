@@ -97,6 +97,11 @@ const WorkerEnv = z.object({
   TRIAGE_DRY_RUN: booleanFlag.default(false),
 });
 
+const ProbeEnv = z.object({
+  PORT: ReceiverEnv.shape.PORT,
+  METRICS_PORT: WorkerEnv.shape.METRICS_PORT,
+});
+
 /** Read by every role. */
 export interface SharedConfig {
   readonly redisUrl: string;
@@ -156,6 +161,17 @@ export interface ApiConfig {
 export interface TriageConfig {
   readonly rulesPath: string;
   readonly dryRun: boolean;
+}
+
+/** Every environment variable the service reads; .env.example documents each (a test checks). */
+export const ENVIRONMENT_VARIABLES: readonly string[] = [
+  ...new Set([...Object.keys(ReceiverEnv.shape), ...Object.keys(WorkerEnv.shape)]),
+];
+
+/** The ports a container's health check probes: the receiver's, and the worker's probes. */
+export function loadProbePorts(env: Env = process.env): { port: number; metricsPort: number } {
+  const vars = parseEnv(ProbeEnv, env);
+  return { port: vars.PORT, metricsPort: vars.METRICS_PORT };
 }
 
 /** A configuration problem; its message is meant for the person who started the process. */

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { UsageError, type Command } from './command.js';
 import { deliveriesFailedCommand, deliveriesRetryCommand } from './deliveries.js';
 import { demoCommand } from './demo.js';
+import { healthcheckCommand } from './healthcheck.js';
 import { hooksRegisterCommand } from './hooks-register.js';
 import {
   quarantineListCommand,
@@ -35,6 +36,7 @@ const COMMANDS: readonly Command[] = [
   quarantineReplayCommand,
   sandboxCommand,
   demoCommand,
+  healthcheckCommand,
 ];
 
 const usage = `Usage: feedback-receiver <command> [options]

@@ -1,0 +1,27 @@
+# syntax=docker/dockerfile:1
+# One image for every role: the command picks serve (default), work or start.
+# .ci/container-recipe runs the same steps without Docker, so CI proves them.
+
+# Build with dev dependencies, then keep only the production ones.
+FROM node:20-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+# Production dependencies and dist/ only, run as the image's unprivileged "node" user.
+FROM node:20-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build --chown=node:node /app/package.json ./
+COPY --from=build --chown=node:node /app/node_modules ./node_modules
+COPY --from=build --chown=node:node /app/dist ./dist
+COPY --chown=node:node examples ./examples
+USER node
+EXPOSE 3000 9464
+HEALTHCHECK --interval=15s --timeout=5s --start-period=15s --retries=3 \
+  CMD ["node", "dist/cli/main.js", "healthcheck"]
+ENTRYPOINT ["node", "dist/cli/main.js"]
+CMD ["serve"]

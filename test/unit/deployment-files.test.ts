@@ -1,0 +1,67 @@
+/**
+ * No Docker engine runs here, so the deployment files are checked against the code: they name
+ * only commands and variables that exist, and .env.example documents every variable there is.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ENVIRONMENT_VARIABLES, loadReceiverConfig, loadWorkerConfig } from '../../src/config.js';
+
+const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+const dockerfile = read('Dockerfile');
+const compose = read('docker-compose.yml');
+const envExample = read('.env.example');
+const COMMANDS = ['serve', 'work', 'start', 'healthcheck'];
+const help = read('src/cli/main.ts');
+
+const documented = [...envExample.matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map(([, name]) => name!);
+
+describe('deployment files', () => {
+  it('.env.example documents every variable the code reads, and no other', () => {
+    expect([...documented].sort()).toEqual([...ENVIRONMENT_VARIABLES].sort());
+  });
+
+  it(".env.example's values are the defaults, and the code accepts them", () => {
+    const filled = Object.fromEntries(
+      [...envExample.matchAll(/^([A-Z][A-Z0-9_]*)=(.*)$/gm)].map(([, name, value]) => [
+        name,
+        value,
+      ]),
+    );
+    expect(() => loadReceiverConfig({ ...filled, WEBHOOK_SECRET: 'x' })).not.toThrow();
+    expect(() => loadWorkerConfig(filled)).not.toThrow();
+    expect(loadWorkerConfig(filled)).toEqual(loadWorkerConfig({}));
+  });
+
+  it('compose and the Dockerfile set only variables that exist', () => {
+    const set = [
+      ...compose.matchAll(/^\s+([A-Z][A-Z0-9_]*):/gm),
+      ...dockerfile.matchAll(/^ENV ([A-Z][A-Z0-9_]*)=/gm),
+    ].map(([, name]) => name!);
+    expect(set.length).toBeGreaterThan(0);
+    for (const name of set) expect([...ENVIRONMENT_VARIABLES, 'NODE_ENV']).toContain(name);
+  });
+
+  it('name only commands the CLI has', () => {
+    const used = [
+      ...compose.matchAll(/command: \['(\w+)'\]/g),
+      ...dockerfile.matchAll(/"dist\/cli\/main\.js", "(\w+)"/g),
+      ...dockerfile.matchAll(/^CMD \["(\w+)"\]/gm),
+    ].map(([, command]) => command!);
+    expect(new Set(used)).toEqual(new Set(['serve', 'work', 'healthcheck']));
+    for (const command of COMMANDS) expect(help).toContain(`${command}Command`);
+  });
+
+  it('the image runs as a non-root user and has a health check', () => {
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK /m);
+    expect(dockerfile).toMatch(/^FROM node:20-slim AS build$/m);
+  });
+
+  it('compose gives Redis persistence, noeviction, a volume and a health check the others wait for', () => {
+    expect(compose).toContain("'--appendonly', 'yes'");
+    expect(compose).toContain("'--maxmemory-policy', 'noeviction'");
+    expect(compose).toContain('redis-data:/data');
+    expect(compose.match(/condition: service_healthy/g)).toHaveLength(2);
+    expect(compose.match(/env_file: \.env/g)).toHaveLength(2);
+  });
+});
