@@ -79,6 +79,7 @@ const ReceiverEnv = z.object({
   SIGNATURE_TOLERANCE_SECONDS: integer(1).default(300),
   BODY_LIMIT: byteSize.default(1024 * 1024),
   INVALID_PAYLOAD: z.enum(INVALID_PAYLOAD_MODES).default('quarantine'),
+  ADMIN_TOKEN: z.string().trim().min(16, 'expected at least 16 characters').optional(),
 });
 
 const WorkerEnv = z.object({
@@ -121,6 +122,8 @@ export interface ReceiverConfig extends SharedConfig {
   readonly port: number;
   readonly host: string;
   readonly webhook: WebhookConfig;
+  /** Enables the dashboard at /admin/queues, for requests that carry it. */
+  readonly adminToken: string | undefined;
 }
 
 export interface WebhookConfig {
@@ -211,6 +214,7 @@ export function loadReceiverConfig(
     ...shared(vars, env),
     port: vars.PORT,
     host: vars.HOST,
+    adminToken: vars.ADMIN_TOKEN,
     webhook: {
       scheme: vars.SIGNATURE_SCHEME,
       secrets,

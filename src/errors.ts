@@ -9,6 +9,7 @@ export const ERROR_CODES = {
   BAD_REQUEST: { status: 400, title: 'Bad request' },
   SIGNATURE_MISSING: { status: 400, title: 'Signature header missing' },
   SIGNATURE_INVALID: { status: 401, title: 'Signature invalid' },
+  ADMIN_UNAUTHORIZED: { status: 401, title: 'Admin token required' },
   PAYLOAD_INVALID: { status: 422, title: 'Payload invalid' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },

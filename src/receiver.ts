@@ -59,6 +59,9 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
     logger,
     metrics,
+    admin: config.adminToken
+      ? { token: config.adminToken, queues: [deliveries.queue, handlerRuns] }
+      : undefined,
     isReady: async () => !draining && (await redisAnswers(connection)),
     drain: () => {
       draining = true;

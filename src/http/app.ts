@@ -6,6 +6,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import helmet from 'helmet';
 import { sendProblem } from './send-problem.js';
 import type { Metrics } from '../metrics.js';
+import { createAdminRouter, type AdminDashboardOptions } from './admin-dashboard.js';
 import { createProbeRouter } from './probes.js';
 import { createWebhookRouter, WEBHOOK_PATH, type WebhookRouteDeps } from './webhook-route.js';
 
@@ -14,6 +15,8 @@ export interface AppDeps extends WebhookRouteDeps {
   readonly isReady: () => Promise<boolean>;
   /** Served at GET /metrics, and fed request latencies. */
   readonly metrics?: Metrics;
+  /** The dashboard at /admin/queues, when an admin token is configured. */
+  readonly admin?: AdminDashboardOptions | undefined;
 }
 
 /** Route labels are fixed, so a scan of random paths cannot blow up the metrics' cardinality. */
@@ -45,6 +48,7 @@ export function createApp(deps: AppDeps): Express {
   }
 
   app.use(createWebhookRouter(deps));
+  if (deps.admin) app.use(createAdminRouter(deps.admin));
 
   app.use(createProbeRouter(deps));
 
