@@ -11,14 +11,14 @@ COPY tsconfig.json ./
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-# Production dependencies and dist/ only, run as the image's unprivileged "node" user.
+# Production dependencies and dist/ only (package.json says the code is ESM), run as the image's
+# unprivileged "node" user. Rules files and handler modules are mounted (see docker-compose.yml).
 FROM node:20-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
-COPY --chown=node:node examples ./examples
 USER node
 EXPOSE 3000 9464
 HEALTHCHECK --interval=15s --timeout=5s --start-period=15s --retries=3 \

@@ -35,6 +35,24 @@ export function createApp(deps: AppDeps): Express {
   app.disable('etag');
   app.use(helmet());
 
+  // One log line per request. The webhook route writes its own, richer one; probes log at debug,
+  // since an orchestrator calls them every few seconds.
+  app.use((req, res, next) => {
+    const started = performance.now();
+    res.on('finish', () => {
+      if (res.locals.logged) return;
+      const fields = {
+        method: req.method,
+        path: KNOWN_ROUTES.has(req.path) ? req.path : req.path.slice(0, 200),
+        status: res.statusCode,
+        ms: Math.round(performance.now() - started),
+      };
+      const probe = req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics';
+      deps.logger[probe ? 'debug' : 'info'](fields, 'request');
+    });
+    next();
+  });
+
   const { metrics } = deps;
   if (metrics) {
     app.use((req, res, next) => {

@@ -61,6 +61,7 @@ export function createWebhookRouter(
   /** Answers with a problem, and logs why at warn: the log says more than the answer. */
   const counted = (outcome: string, reason = '') => metrics?.deliveries.inc({ outcome, reason });
   const refuse = (res: Response, code: ErrorCode, reason: string, detail: string, extra = {}) => {
+    markLogged(res);
     logger.warn({ outcome: 'rejected', reason, ...extra }, 'delivery refused');
     counted('rejected', reason);
     sendProblem(res, code, detail);
@@ -68,6 +69,8 @@ export function createWebhookRouter(
 
   const receive = async (req: Request, res: Response) => {
     const receivedAt = now();
+    // Every path below writes the request's one log line itself, with what it learned.
+    markLogged(res);
 
     if (!isJsonContentType(req.headers['content-type'])) {
       return refuse(
@@ -191,6 +194,11 @@ export function createWebhookRouter(
     sendProblem(res, 'METHOD_NOT_ALLOWED', `Deliveries are POSTed to ${path}.`);
   });
   return router;
+}
+
+/** Tells the app's request logger that this request has its log line already. */
+export function markLogged(res: Response): void {
+  res.locals.logged = true;
 }
 
 function pickHeaders(header: HeaderLookup, names: readonly string[]): Record<string, string> {

@@ -240,6 +240,16 @@ describe('feedback-receiver, end to end against the sandbox', () => {
   });
 });
 
+describe('the logs of that whole run', () => {
+  it('hold neither the webhook secret nor the API token, in any line of any process', () => {
+    // sandbox, serve and work, after every test above sent traffic through them.
+    const lines = background.flatMap((process) => process.output().split('\n'));
+    expect(lines.length).toBeGreaterThan(20);
+    expect(lines.filter((line) => line.includes(secret))).toEqual([]);
+    expect(lines.filter((line) => line.includes(SANDBOX_TOKEN))).toEqual([]);
+  });
+});
+
 describe('feedback-receiver usage', () => {
   const commands = [
     ['serve'],

@@ -80,3 +80,20 @@ describe('draining', () => {
     }
   });
 });
+
+describe('request logs', () => {
+  it('writes one line per request: the route its own, the rest a request line', async () => {
+    await postSigned(receiver.app, { id: 'fb_log' }).expect(202);
+    await request(receiver.app).get('/webhooks/feedback').expect(405);
+    await request(receiver.app).get('/nowhere').expect(404);
+    await request(receiver.app).get('/healthz').expect(200);
+    const lines = receiver.logs.filter((line) => line.msg !== 'redis connection ready again');
+    expect(lines.map((line) => [line.msg, line.status ?? line.outcome])).toEqual([
+      ['delivery queued', 'queued'],
+      ['request', 405],
+      ['request', 404],
+      ['request', 200],
+    ]);
+    expect(lines[3]?.level).toBe(20); // probes at debug
+  });
+});
