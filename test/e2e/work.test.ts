@@ -171,6 +171,28 @@ describe('feedback-receiver work', () => {
     );
   });
 
+  it('waits for a running handler on SIGTERM, and exits at once on a second signal', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'second-signal-'));
+    const env = {
+      HANDLERS: 'test/fixtures/handlers/blocks-first-run.mjs',
+      BLOCKS_FIRST_RUN_STARTED: join(dir, 'started'),
+      BLOCKS_FIRST_RUN_FINISHED: join(dir, 'finished'),
+      SHUTDOWN_TIMEOUT_SECONDS: '600',
+    };
+    const url = await startReceiver();
+    const worker = await startWork(env);
+    await postSigned(url, { id: 'fb_second_signal' });
+    await waitFor(() => existsSync(env.BLOCKS_FIRST_RUN_STARTED), { what: 'the run to start' });
+    worker.child.kill('SIGTERM');
+    await waitFor(() => worker.output().includes('shutting down the worker'), {
+      what: 'the first signal',
+    });
+    expect(worker.child.exitCode).toBeNull(); // still waiting for the handler
+    worker.child.kill('SIGINT');
+    expect(await worker.exited()).toBe(1);
+    expect(worker.output()).toContain('second signal: exiting now');
+  });
+
   it('stops at start, naming the module, when a handler module fails to load', async () => {
     const cli = start('work', { HANDLERS: 'test/fixtures/handlers/throws-on-load.mjs' });
     expect(await cli.exited()).toBe(1);
