@@ -54,6 +54,15 @@ export async function startWorker(
   const handlers = await resolveHandlers(config, options.handlers);
   const connection = createWorkerConnection(config.redisUrl, logger);
   const metrics = createMetrics();
+  // Probes first: an orchestrator asks /healthz during start-up too; /readyz says ready only once
+  // the runtime runs, and no more once it stops.
+  let running = false;
+  const probes = await startProbeServer({
+    port: config.metricsPort,
+    isReady: async () => running && connection.status === 'ready',
+    metrics,
+  });
+  logger.info({ url: probes.url }, 'worker probes listening (/healthz, /readyz, /metrics)');
   const api = createApiClient({
     baseUrl: config.api.baseUrl,
     token: config.api.token,
@@ -82,18 +91,11 @@ export async function startWorker(
   });
   const deliveries = new Queue(DELIVERIES_QUEUE, { connection, prefix: config.queuePrefix });
   metrics.watchQueues([deliveries, runtime.handlerRuns]);
-
-  let stopping = false;
-  const probes = await startProbeServer({
-    port: config.metricsPort,
-    isReady: async () => !stopping && connection.status === 'ready',
-    metrics,
-  });
-  logger.info({ url: probes.url }, 'worker probes listening (/healthz, /readyz, /metrics)');
+  running = true;
   return {
     ...runtime,
     close: async () => {
-      stopping = true;
+      running = false;
       await runtime.close(config.shutdownTimeoutSeconds * 1000);
       await deliveries.close();
       await probes.close();
