@@ -35,35 +35,33 @@ export function createApp(deps: AppDeps): Express {
   app.disable('etag');
   app.use(helmet());
 
-  // One log line per request. The webhook route writes its own, richer one; probes log at debug,
-  // since an orchestrator calls them every few seconds.
+  // One 'finish' listener per request, for both its latency metric and its log line. The webhook
+  // route writes its own, richer log line; probes log at debug, since orchestrators call them
+  // every few seconds.
+  const { metrics, logger } = deps;
   app.use((req, res, next) => {
     const started = performance.now();
     res.on('finish', () => {
+      const seconds = (performance.now() - started) / 1000;
+      const known = KNOWN_ROUTES.has(req.path);
+      metrics?.requestDuration.observe(
+        { method: req.method, route: known ? req.path : 'other', status: String(res.statusCode) },
+        seconds,
+      );
       if (res.locals.logged) return;
-      const fields = {
-        method: req.method,
-        path: KNOWN_ROUTES.has(req.path) ? req.path : req.path.slice(0, 200),
-        status: res.statusCode,
-        ms: Math.round(performance.now() - started),
-      };
       const probe = req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics';
-      deps.logger[probe ? 'debug' : 'info'](fields, 'request');
+      logger[probe ? 'debug' : 'info'](
+        {
+          method: req.method,
+          path: known ? req.path : req.path.slice(0, 200),
+          status: res.statusCode,
+          ms: Math.round(seconds * 1000),
+        },
+        'request',
+      );
     });
     next();
   });
-
-  const { metrics } = deps;
-  if (metrics) {
-    app.use((req, res, next) => {
-      const stop = metrics.requestDuration.startTimer({ method: req.method });
-      res.on('finish', () => {
-        const route = KNOWN_ROUTES.has(req.path) ? req.path : 'other';
-        stop({ route, status: String(res.statusCode) });
-      });
-      next();
-    });
-  }
 
   app.use(createWebhookRouter(deps));
   if (deps.admin) app.use(createAdminRouter(deps.admin));
