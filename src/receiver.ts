@@ -11,10 +11,10 @@ import type { ReceiverConfig } from './config.js';
 import { createApp, type AppDeps } from './http/app.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { createDeliveryQueue, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
-import { createHandlerRunsQueue } from './queue/handler-runs-queue.js';
+import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
-import { closeConnection, createProducerConnection, redisAnswers } from './queue/redis.js';
+import { openProducerQueues } from './queue/producer-queues.js';
+import { redisAnswers } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
 
 export interface ReceiverDeps extends AppDeps {
@@ -36,17 +36,8 @@ export interface ReceiverDeps extends AppDeps {
  * myApp.use(createWebhookRouter(deps)); // before express.json()
  */
 export function createReceiverDeps(config: ReceiverConfig, logger: Logger): ReceiverDeps {
-  const connection = createProducerConnection(config.redisUrl, logger);
-  const deliveries = createDeliveryQueue({
-    connection,
-    prefix: config.queuePrefix,
-    dedupeTtlSeconds: config.dedupeTtlSeconds,
-  });
-  // The queues share the producer connection, whose state is already logged once per outage.
-  const handlerRuns = createHandlerRunsQueue(connection, config.queuePrefix);
-  for (const queue of [deliveries.queue, handlerRuns]) {
-    queue.on('error', (error: Error) => logger.debug({ error: error.message }, 'queue error'));
-  }
+  const queues = openProducerQueues(config, logger);
+  const { connection, deliveries, handlerRuns } = queues;
   const metrics = createMetrics();
   metrics.watchQueues([deliveries.queue, handlerRuns]);
   let draining = false;
@@ -66,11 +57,7 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     drain: () => {
       draining = true;
     },
-    close: async () => {
-      await handlerRuns.close();
-      await deliveries.close();
-      await closeConnection(connection);
-    },
+    close: queues.close,
   };
 }
 

@@ -2,28 +2,23 @@
 import { loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { createDeadLetter } from '../queue/dead-letter.js';
-import { createDeliveryQueue } from '../queue/deliveries-queue.js';
-import { createHandlerRunsQueue } from '../queue/handler-runs-queue.js';
+import type { DeliveryQueueProducer } from '../queue/deliveries-queue.js';
+import { openProducerQueues } from '../queue/producer-queues.js';
 import { createQuarantine } from '../queue/quarantine.js';
-import { createProducerConnection } from '../queue/redis.js';
 
 /** Runs `use` with the dead letter, the quarantine and the deliveries queue, then closes them. */
 export async function withQueues<T>(
   use: (queues: {
     deadLetter: ReturnType<typeof createDeadLetter>;
     quarantine: ReturnType<typeof createQuarantine>;
-    deliveries: ReturnType<typeof createDeliveryQueue>;
+    deliveries: DeliveryQueueProducer;
   }) => Promise<T>,
 ): Promise<T> {
   const config = loadWorkerConfig();
-  const logger = createLogger({ level: 'silent' });
-  const connection = createProducerConnection(config.redisUrl, logger);
-  const deliveries = createDeliveryQueue({
-    connection,
-    prefix: config.queuePrefix,
-    dedupeTtlSeconds: config.dedupeTtlSeconds,
-  });
-  const handlerRuns = createHandlerRunsQueue(connection, config.queuePrefix);
+  const { connection, deliveries, handlerRuns, close } = openProducerQueues(
+    config,
+    createLogger({ level: 'silent' }),
+  );
   try {
     await deliveries.queue.waitUntilReady().catch(() => {
       throw new Error(`cannot reach Redis at ${config.redisUrl}`);
@@ -34,8 +29,6 @@ export async function withQueues<T>(
       deliveries,
     });
   } finally {
-    await handlerRuns.close();
-    await deliveries.close();
-    connection.disconnect();
+    await close();
   }
 }
