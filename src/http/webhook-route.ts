@@ -69,6 +69,7 @@ export function createWebhookRouter(
 
   const receive = async (req: Request, res: Response) => {
     const receivedAt = now();
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     // Every path below writes the request's one log line itself, with what it learned.
     markLogged(res);
 
@@ -190,6 +191,7 @@ export function createWebhookRouter(
 
   router.post(path, receive);
   router.all(path, (_req, res) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Allow', 'POST');
     sendProblem(res, 'METHOD_NOT_ALLOWED', `Deliveries are POSTed to ${path}.`);
   });

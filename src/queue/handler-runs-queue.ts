@@ -63,7 +63,10 @@ export async function addHandlerRuns(
     retention = HANDLER_RUN_RETENTION,
   }: { dedupeTtlSeconds: number; retention?: JobRetention },
 ): Promise<void> {
-  await queue.addBulk(
+  // One add per run rather than addBulk: addBulk's MULTI makes ioredis build a pipeline that
+  // copies every BullMQ script onto it, a third of the routing cost; atomicity across runs is not
+  // needed, since each add is deduplicated and a failed routing is simply repeated.
+  await Promise.all(
     runs.map(({ handler, whereError }) => {
       const jobId = handlerRunJobId(delivery.key, handler.name);
       const opts: JobsOptions = {
@@ -79,7 +82,7 @@ export async function addHandlerRuns(
       };
       const data: HandlerRunData =
         whereError === undefined ? { delivery } : { delivery, whereError };
-      return { name: handler.name, data, opts };
+      return queue.add(handler.name, data, opts);
     }),
   );
 }

@@ -1,0 +1,71 @@
+/**
+ * `npm run bench`: the receiver and the worker against baselines measured in the same run, the
+ * triage path under the API's rate limit, and memory. Prints a markdown report and writes it to
+ * docs/benchmarks.md. Reports; never fails on a figure.
+ *
+ * Options: --quick (one short round each, for a smoke run), --out <file> (default
+ * docs/benchmarks.md).
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { startEmbeddedRedis } from '../src/cli/embedded-redis.js';
+import { benchReceiver } from './receiver-bench.js';
+import { renderReport } from './report.js';
+import { benchTriage } from './triage-bench.js';
+import { benchWorker } from './worker-bench.js';
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string', default: 'docs/benchmarks.md' },
+  },
+});
+const quick = values.quick;
+
+const dir = await mkdtemp(join(tmpdir(), 'feedback-receiver-bench-'));
+const redisServer = await startEmbeddedRedis({ dir, appendOnly: false });
+const redis = new Redis(redisServer.url);
+const started = Date.now();
+try {
+  const receiver = await benchReceiver({
+    redis,
+    redisUrl: redisServer.url,
+    concurrencies: [10, 50, 200],
+    rounds: quick ? 1 : 5,
+    seconds: quick ? 2 : 5,
+    warmupSeconds: quick ? 1 : 2,
+  });
+  const worker = await benchWorker({
+    redis,
+    redisUrl: redisServer.url,
+    concurrencies: [1, 10, 50],
+    rounds: quick ? 1 : 3,
+    jobs: quick ? 500 : 4_000,
+  });
+  const triage = await benchTriage({
+    redisUrl: redisServer.url,
+    deliveries: quick ? 200 : 1_000,
+    limitPerSecond: 100,
+  });
+  const report = renderReport({
+    date: new Date(),
+    node: process.version,
+    cores: cpus().length,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    minutes: (Date.now() - started) / 60_000,
+    quick,
+    receiver,
+    worker,
+    triage,
+  });
+  process.stdout.write(`\n${report.summary}\n`);
+  await writeFile(values.out, report.markdown);
+  process.stdout.write(`\nwritten to ${values.out}\n`);
+} finally {
+  redis.disconnect();
+  await redisServer.stop();
+  await rm(dir, { recursive: true, force: true });
+}

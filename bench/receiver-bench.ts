@@ -1,0 +1,153 @@
+/**
+ * The receiver's full path (verify, validate, dedupe, enqueue, answer), as `feedback-receiver
+ * serve` runs it, against a bare Express route and a bare node:http server, at several
+ * concurrencies. Rounds alternate between the three, so a drift in the machine's speed touches
+ * them alike; Redis is emptied before every round of the full path.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { freePort } from '../src/cli/free-port.js';
+import type { LoadResult, LoadSettings } from './load-client.js';
+import {
+  CLI,
+  cpuMicros,
+  here,
+  rssMiB,
+  runJsonProcess,
+  startServer,
+  type Server,
+} from './processes.js';
+
+export const TARGETS = ['node:http', 'bare Express', 'full path'] as const;
+export type Target = (typeof TARGETS)[number];
+
+export interface ReceiverBenchOptions {
+  readonly redis: Redis;
+  readonly redisUrl: string;
+  readonly concurrencies: readonly number[];
+  readonly rounds: number;
+  readonly seconds: number;
+  readonly warmupSeconds: number;
+}
+
+/** One round's load result, and the server's CPU time per answered request. */
+export interface RoundResult extends LoadResult {
+  readonly serverCpuMicrosPerRequest: number;
+}
+
+export interface ReceiverBenchResult {
+  /** By concurrency, then target: one result per round. */
+  readonly rounds: Map<number, Map<Target, RoundResult[]>>;
+  readonly memory: {
+    readonly rssBeforeMiB: number;
+    readonly rssAfterMiB: number;
+    readonly sustainedSeconds: number;
+    readonly redisBytesPerDelivery: number;
+    readonly deliveriesMeasured: number;
+  };
+}
+
+const SECRET = 'bench-secret-0123456789abcdef';
+const PREFIX = 'bench';
+const LOAD_CLIENT = here('./load-client.js');
+const BASELINE = here('./baseline-server.js');
+
+export async function benchReceiver(options: ReceiverBenchOptions): Promise<ReceiverBenchResult> {
+  const { redis } = options;
+  const servers = new Map<Target, Server>();
+  try {
+    for (const target of TARGETS) servers.set(target, await startTarget(target, options.redisUrl));
+    const fullPath = servers.get('full path')!;
+    const rssBeforeMiB = rssMiB(fullPath.child.pid);
+    let sustainedSeconds = 0;
+
+    const load = async (
+      target: Target,
+      connections: number,
+      seconds: number,
+    ): Promise<RoundResult> => {
+      if (target === 'full path') {
+        await redis.flushall();
+        sustainedSeconds += seconds;
+      }
+      const settings: LoadSettings = {
+        url: `${servers.get(target)!.url}/webhooks/feedback`,
+        connections,
+        seconds,
+        secret: SECRET,
+        runId: randomUUID().slice(0, 8),
+      };
+      const pid = servers.get(target)!.child.pid;
+      const cpuBefore = cpuMicros(pid);
+      const result = await runJsonProcess<LoadResult>(LOAD_CLIENT, settings);
+      const serverCpuMicrosPerRequest = (cpuMicros(pid) - cpuBefore) / (result.ok + result.notOk);
+      if (result.notOk > 0 || result.errors > 0) {
+        throw new Error(
+          `${target} at ${connections}: ${result.notOk} non-2xx answers, ${result.errors} errors`,
+        );
+      }
+      return { ...result, serverCpuMicrosPerRequest };
+    };
+
+    const rounds = new Map<number, Map<Target, RoundResult[]>>();
+    for (const connections of options.concurrencies) {
+      const byTarget = new Map<Target, RoundResult[]>(TARGETS.map((target) => [target, []]));
+      for (const target of TARGETS) await load(target, connections, options.warmupSeconds);
+      for (let round = 0; round < options.rounds; round += 1) {
+        for (const target of TARGETS) {
+          const result = await load(target, connections, options.seconds);
+          byTarget.get(target)!.push(result);
+          progress(`receiver  c=${connections}  ${target.padEnd(12)} round ${round + 1}`, result);
+        }
+      }
+      rounds.set(connections, byTarget);
+    }
+    const rssAfterMiB = rssMiB(fullPath.child.pid);
+
+    // Redis memory for sizing: what one more queued delivery costs, measured over a full round.
+    await redis.flushall();
+    const emptyBytes = await usedMemory(redis);
+    // Every request carried a new delivery, so each 2xx is one queued job.
+    const deliveriesMeasured = (await load('full path', 50, options.seconds)).ok;
+    const redisBytesPerDelivery = ((await usedMemory(redis)) - emptyBytes) / deliveriesMeasured;
+    await redis.flushall();
+
+    return {
+      rounds,
+      memory: {
+        rssBeforeMiB,
+        rssAfterMiB,
+        sustainedSeconds,
+        redisBytesPerDelivery,
+        deliveriesMeasured,
+      },
+    };
+  } finally {
+    for (const server of servers.values()) await server.stop();
+  }
+}
+
+async function startTarget(target: Target, redisUrl: string): Promise<Server> {
+  const port = await freePort();
+  if (target === 'node:http') return startServer([BASELINE, 'http', String(port)], port);
+  if (target === 'bare Express') return startServer([BASELINE, 'express', String(port)], port);
+  return startServer([CLI, 'serve'], port, {
+    WEBHOOK_SECRET: SECRET,
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: PREFIX,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    NODE_ENV: 'production',
+  });
+}
+
+async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/used_memory:(\d+)/.exec(info)?.[1]);
+}
+
+function progress(label: string, result: RoundResult): void {
+  process.stderr.write(
+    `${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, ${Math.round(result.serverCpuMicrosPerRequest)} µs CPU/req\n`,
+  );
+}

@@ -1,0 +1,211 @@
+/**
+ * The benchmark report: the figures as markdown tables, with the ratios against the baselines
+ * measured in the same run, followed by what was done to reach them (bench/what-we-tried.md).
+ */
+import { readFileSync } from 'node:fs';
+import type { ReceiverBenchResult, RoundResult, Target } from './receiver-bench.js';
+import { median, ratio, spreadPercent } from './stats.js';
+import type { TriageBenchResult } from './triage-bench.js';
+import type { WorkerBenchResult } from './worker-bench.js';
+import { here } from './processes.js';
+
+export interface ReportInput {
+  readonly date: Date;
+  readonly node: string;
+  readonly cores: number;
+  readonly cpu: string;
+  readonly minutes: number;
+  readonly quick: boolean;
+  readonly receiver: ReceiverBenchResult;
+  readonly worker: WorkerBenchResult;
+  readonly triage: TriageBenchResult;
+}
+
+/** The targets of issue 7. */
+const TARGET_RECEIVER_RATIO = 0.75;
+const TARGET_P99_RATIO = 1.5;
+const TARGET_WORKER_RATIO = 0.7;
+const HEADLINE_CONCURRENCY = 50;
+
+export function renderReport(input: ReportInput): { summary: string; markdown: string } {
+  const summary = [headline(input), receiverTable(input.receiver), workerTable(input.worker)]
+    .concat(triageTable(input.triage), memoryTable(input))
+    .join('\n\n');
+  const markdown = [
+    '# Benchmarks',
+    '',
+    `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench\`${input.quick ? ' --quick' : ''} ` +
+      `on Node ${input.node}, ${input.cores} cores (${input.cpu}), in ${input.minutes.toFixed(1)} minutes. ` +
+      'The load generator, the servers and Redis share these cores, as they would on a small host. ' +
+      'Every figure is the median of its rounds, ± half their range.',
+    '',
+    summary,
+    '',
+    readFileSync(here('../../bench/what-we-tried.md'), 'utf8').trim(),
+    '',
+  ].join('\n');
+  return { summary, markdown };
+}
+
+function headline({ receiver, worker }: ReportInput): string {
+  const at = receiver.rounds.get(HEADLINE_CONCURRENCY);
+  const rps = (target: Target) => median(at?.get(target)?.map((r) => r.requestsPerSecond) ?? []);
+  const p99 = (target: Target) => median(at?.get(target)?.map((r) => r.p99Ms) ?? []);
+  const cpu = (target: Target) =>
+    median(at?.get(target)?.map((r) => r.serverCpuMicrosPerRequest) ?? []);
+  const w = worker.get(HEADLINE_CONCURRENCY);
+  const workerRatio = ratio(
+    median(w?.get('worker path') ?? []),
+    median(w?.get('bare BullMQ') ?? []),
+  );
+  const rows = [
+    [
+      'receiver: full path / bare Express, req/s',
+      fixed(ratio(rps('full path'), rps('bare Express'))),
+      `>= ${TARGET_RECEIVER_RATIO}`,
+    ],
+    [
+      'receiver: full path / bare Express, p99 latency',
+      fixed(ratio(p99('full path'), p99('bare Express'))),
+      `<= ${TARGET_P99_RATIO}`,
+    ],
+    [
+      'receiver: full path / bare Express, server CPU per request',
+      fixed(ratio(cpu('full path'), cpu('bare Express'))),
+      '',
+    ],
+    [
+      'worker: worker path / bare BullMQ, deliveries/s',
+      fixed(workerRatio),
+      `>= ${TARGET_WORKER_RATIO}`,
+    ],
+  ];
+  return [
+    `## Headline (concurrency ${HEADLINE_CONCURRENCY})`,
+    '',
+    table(['ratio', 'measured', 'target'], rows),
+  ].join('\n');
+}
+
+function receiverTable({ rounds }: ReceiverBenchResult): string {
+  const rows: string[][] = [];
+  for (const [connections, byTarget] of rounds) {
+    const express = byTarget.get('bare Express') ?? [];
+    for (const [target, results] of byTarget) {
+      const of = (pick: (r: RoundResult) => number) => results.map(pick);
+      rows.push([
+        String(connections),
+        target,
+        withSpread(of((r) => r.requestsPerSecond)),
+        fixed(
+          ratio(
+            median(of((r) => r.requestsPerSecond)),
+            median(express.map((r) => r.requestsPerSecond)),
+          ),
+        ),
+        String(median(of((r) => r.p50Ms))),
+        String(median(of((r) => r.p99Ms))),
+        String(Math.round(median(of((r) => r.serverCpuMicrosPerRequest)))),
+      ]);
+    }
+  }
+  return [
+    '## Receiver: POST /webhooks/feedback, ~3 KB signed deliveries, each one new',
+    '',
+    table(
+      [
+        'concurrency',
+        'server',
+        'req/s',
+        'vs bare Express',
+        'p50 ms',
+        'p99 ms',
+        'server CPU µs/req',
+      ],
+      rows,
+    ),
+  ].join('\n');
+}
+
+function workerTable(result: WorkerBenchResult): string {
+  const rows: string[][] = [];
+  for (const [concurrency, byTarget] of result) {
+    const bare = median(byTarget.get('bare BullMQ') ?? []);
+    for (const [target, perSecond] of byTarget) {
+      rows.push([
+        String(concurrency),
+        target,
+        withSpread(perSecond),
+        fixed(ratio(median(perSecond), bare)),
+      ]);
+    }
+  }
+  return [
+    '## Worker: deliveries drained per second',
+    '',
+    table(['concurrency', 'worker', 'deliveries/s', 'vs bare BullMQ'], rows),
+  ].join('\n');
+}
+
+function triageTable(triage: TriageBenchResult): string {
+  return [
+    '## Auto-triage under the API rate limit (the minute scaled down to a second)',
+    '',
+    table(
+      [
+        'deliveries',
+        'PATCHed',
+        'failed runs',
+        'limit /s',
+        'achieved /s',
+        'busiest second',
+        'took s',
+      ],
+      [
+        [
+          String(triage.deliveries),
+          String(triage.patched),
+          String(triage.failedRuns),
+          String(triage.limitPerSecond),
+          triage.achievedPerSecond.toFixed(1),
+          String(triage.busiestSecond),
+          triage.seconds.toFixed(1),
+        ],
+      ],
+    ),
+  ].join('\n');
+}
+
+function memoryTable({ receiver: { memory } }: ReportInput): string {
+  return [
+    '## Memory',
+    '',
+    table(
+      ['what', 'measured'],
+      [
+        ['receiver RSS at start', `${memory.rssBeforeMiB.toFixed(0)} MiB`],
+        [
+          `receiver RSS after ${memory.sustainedSeconds} s of load`,
+          `${memory.rssAfterMiB.toFixed(0)} MiB`,
+        ],
+        [
+          `Redis memory per queued delivery (${memory.deliveriesMeasured} measured)`,
+          `${(memory.redisBytesPerDelivery / 1024).toFixed(1)} KiB`,
+        ],
+      ],
+    ),
+  ].join('\n');
+}
+
+function withSpread(values: readonly number[]): string {
+  return `${Math.round(median(values))} ± ${spreadPercent(values).toFixed(0)}%`;
+}
+
+function fixed(value: number): string {
+  return Number.isFinite(value) ? `${value.toFixed(2)}x` : '—';
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
