@@ -55,6 +55,11 @@ export function interpretPayload(body: Uint8Array, options: InterpretOptions): I
     return { kind: 'invalid', reason: 'unparseable', issues: [{ path: '', message }] };
   }
 
+  if (nestedDeeperThan(json, MAX_NESTING)) {
+    const message = `nested deeper than ${MAX_NESTING} levels`;
+    return { kind: 'invalid', reason: 'schema', issues: [{ path: '', message }] };
+  }
+
   const { event, data } = unwrap(json);
   if (event !== FEEDBACK_CREATED) return { kind: 'ignored', event };
 
@@ -72,6 +77,28 @@ export function interpretPayload(body: Uint8Array, options: InterpretOptions): I
       record,
     },
   };
+}
+
+/**
+ * How deep a delivery may nest. A feedback record nests three levels (client_context.geo), and
+ * unknown fields are kept; without a bound, a signed body of 100 000 nested arrays parses fine but
+ * overflows the stack when the queue serialises it again, which would answer 503 for ever.
+ */
+const MAX_NESTING = 32;
+
+/** Walks the value without recursion, and stops at the first branch past the limit. */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const pending: { value: object; depth: number }[] = [];
+  if (value !== null && typeof value === 'object') pending.push({ value, depth: 1 });
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (next.depth > limit) return true;
+    for (const child of Object.values(next.value)) {
+      if (child !== null && typeof child === 'object') {
+        pending.push({ value: child as object, depth: next.depth + 1 });
+      }
+    }
+  }
+  return false;
 }
 
 function unwrap(json: unknown): { event: string; data: unknown } {

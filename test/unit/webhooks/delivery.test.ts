@@ -61,6 +61,22 @@ describe('interpretPayload', () => {
     });
   });
 
+  it('calls a body nested past 32 levels invalid, however it nests', () => {
+    const deep = `{"id":"fb_deep","extra":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    expect(interpretPayload(Buffer.from(deep), { receivedAt })).toMatchObject({
+      kind: 'invalid',
+      reason: 'schema',
+      issues: [{ path: '', message: 'nested deeper than 32 levels' }],
+    });
+    const nested = (depth: number): unknown => (depth === 1 ? {} : { a: nested(depth - 1) });
+    expect(interpretPayload(bytes({ id: 'fb_32', extra: nested(31) }), { receivedAt }).kind).toBe(
+      'delivery',
+    );
+    expect(interpretPayload(bytes({ id: 'fb_33', extra: nested(32) }), { receivedAt }).kind).toBe(
+      'invalid',
+    );
+  });
+
   it.each([null, [], 'text', 12])('calls the JSON value %j invalid', (value) => {
     expect(interpretPayload(bytes(value), { receivedAt }).kind).toBe('invalid');
   });
