@@ -66,6 +66,7 @@ const SharedEnv = {
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_PRETTY: booleanFlag.default(false),
   DEDUPE_TTL_SECONDS: integer(1).default(7 * 24 * 60 * 60),
+  COMPLETED_JOB_RETENTION_SECONDS: integer(1).default(24 * 60 * 60),
 };
 
 const ReceiverEnv = z.object({
@@ -115,6 +116,11 @@ export interface SharedConfig {
   readonly logPretty: boolean;
   /** How long a delivery (and each handler run of it) is remembered, whatever happens to its job. */
   readonly dedupeTtlSeconds: number;
+  /**
+   * How long finished deliveries and handler runs are kept for inspection (at most 10 000 of
+   * each). Deduplication does not depend on them; failed runs, the dead letter, are kept 30 days.
+   */
+  readonly completedJobRetentionSeconds: number;
 }
 
 /** What `feedback-receiver serve` needs. */
@@ -293,6 +299,7 @@ function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>, env: Env): SharedC
     logLevel: vars.LOG_LEVEL,
     logPretty: vars.LOG_PRETTY,
     dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,
+    completedJobRetentionSeconds: vars.COMPLETED_JOB_RETENTION_SECONDS,
   };
 }
 

@@ -9,7 +9,8 @@ import { Queue } from 'bullmq';
 import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './metrics.js';
-import { DELIVERIES_QUEUE } from './queue/deliveries-queue.js';
+import { DELIVERIES_QUEUE, keepCompletedFor } from './queue/deliveries-queue.js';
+import { HANDLER_RUN_RETENTION } from './queue/handler-runs-queue.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
 import { closeConnection, createWorkerConnection } from './queue/redis.js';
 import type { Handler } from './worker/handler.js';
@@ -93,9 +94,12 @@ export async function startWorker(
     concurrency: config.concurrency,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     lockDurationMs: config.lockSeconds * 1000,
+    retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
     metrics,
   });
   const deliveries = new Queue(DELIVERIES_QUEUE, { connection, prefix: config.queuePrefix });
+  // Without a listener, BullMQ prints every connection error with its stack to stderr.
+  deliveries.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
   metrics.watchQueues([deliveries, runtime.handlerRuns]);
   running = true;
   return {

@@ -19,6 +19,14 @@ export const DELIVERY_JOB_RETENTION: JobRetention = {
 
 export type JobRetention = Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
 
+/** Most finished jobs of one queue kept at once, whatever their age, so memory stays bounded. */
+const MOST_COMPLETED_KEPT = 10_000;
+
+/** A retention that keeps completed jobs for `seconds` (COMPLETED_JOB_RETENTION_SECONDS). */
+export function keepCompletedFor(retention: JobRetention, seconds: number): JobRetention {
+  return { ...retention, removeOnComplete: { age: seconds, count: MOST_COMPLETED_KEPT } };
+}
+
 export type EnqueueStatus = 'queued' | 'duplicate';
 
 export interface EnqueueResult {

@@ -7,7 +7,12 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { SharedConfig } from '../config.js';
 import type { Logger } from '../logger.js';
-import { createDeliveryQueue, type DeliveryQueueProducer } from './deliveries-queue.js';
+import {
+  createDeliveryQueue,
+  DELIVERY_JOB_RETENTION,
+  keepCompletedFor,
+  type DeliveryQueueProducer,
+} from './deliveries-queue.js';
 import { createHandlerRunsQueue, type HandlerRunData } from './handler-runs-queue.js';
 import { closeConnection, createProducerConnection } from './redis.js';
 
@@ -20,7 +25,10 @@ export interface ProducerQueues {
 }
 
 export function openProducerQueues(
-  config: Pick<SharedConfig, 'redisUrl' | 'queuePrefix' | 'dedupeTtlSeconds'>,
+  config: Pick<
+    SharedConfig,
+    'redisUrl' | 'queuePrefix' | 'dedupeTtlSeconds' | 'completedJobRetentionSeconds'
+  >,
   logger: Logger,
 ): ProducerQueues {
   const connection = createProducerConnection(config.redisUrl, logger);
@@ -28,6 +36,7 @@ export function openProducerQueues(
     connection,
     prefix: config.queuePrefix,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
+    retention: keepCompletedFor(DELIVERY_JOB_RETENTION, config.completedJobRetentionSeconds),
   });
   const handlerRuns = createHandlerRunsQueue(connection, config.queuePrefix);
   // The queues share the connection, whose state is already logged once per outage.

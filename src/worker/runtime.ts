@@ -4,7 +4,8 @@
  * - a rate limit (the API's 429, or our shared limit) delays the run without spending an attempt;
  * - what retrying cannot fix (UnrecoverableError, the API's 400/401/403/404/422) fails at once;
  * - anything else is retried with the handler's backoff, then lands in the dead letter;
- * - a run cut short by shutdown goes back to the queue without spending an attempt.
+ * - a run cut short by shutdown goes back to the queue without spending an attempt;
+ * - a run whose handler succeeded while Redis was away is not run again when Redis is back.
  */
 import {
   DelayedError,
@@ -28,6 +29,7 @@ import {
 } from '../queue/handler-runs-queue.js';
 import type { Delivery } from '../webhooks/delivery.js';
 import type { Handler } from './handler.js';
+import { createCompletionLedger } from './completion-ledger.js';
 import { route } from './routing.js';
 
 export interface WorkerRuntimeOptions {
@@ -72,6 +74,12 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const handlerRuns = createHandlerRunsQueue(connection, prefix);
   handlerRuns.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
   const runsInFlight = new Set<AbortController>();
+  const completions = createCompletionLedger({
+    connection,
+    prefix,
+    ttlSeconds: dedupeTtlSeconds,
+    logger,
+  });
   let shuttingDown = false;
 
   const workerOptions = {
@@ -107,6 +115,15 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       log.error({ outcome: 'failed', error: whereError }, 'handler run failed: where() threw');
       throw new UnrecoverableError(`where() threw: ${whereError}`);
     }
+    // Started before without an outcome on record: a crash, or a completion Redis never got.
+    const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
+    if (startedBefore && (await completions.has(job.id!))) {
+      log.info(
+        { outcome: 'completed' },
+        'handler run had completed while Redis was away; not run again',
+      );
+      return null;
+    }
 
     const controller = new AbortController();
     runsInFlight.add(controller);
@@ -128,6 +145,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       });
       log.info({ outcome: 'completed', ms: ms() }, 'handler run');
       count('completed');
+      completions.succeeded(job.id!);
       return result ?? null;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -167,6 +185,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   for (const worker of [deliveriesWorker, handlersWorker]) {
     worker.on('error', (error) => logger.warn({ error: error.message }, 'worker error'));
   }
+  handlersWorker.on('completed', (job) => completions.confirmed(job.id!));
   await Promise.all([deliveriesWorker.waitUntilReady(), handlersWorker.waitUntilReady()]);
   logger.info({ handlers: handlers.map((handler) => handler.name), concurrency }, 'worker started');
 

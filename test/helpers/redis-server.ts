@@ -14,6 +14,10 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Stops it and starts it again on the same port and data directory. */
   restart(): Promise<void>;
+  /** Stops it (SIGTERM: it writes its append-only file) and keeps its port and data directory. */
+  shutdown(): Promise<void>;
+  /** Starts it again after shutdown(), on the same port and data directory. */
+  start(): Promise<void>;
   /** SIGSTOP: the server keeps its socket but answers nothing. */
   pause(): void;
   resume(): void;
@@ -38,6 +42,10 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     },
     restart: async () => {
       await server.stop();
+      server = await startEmbeddedRedis({ dir, appendOnly, port });
+    },
+    shutdown: () => server.stop(),
+    start: async () => {
       server = await startEmbeddedRedis({ dir, appendOnly, port });
     },
     pause: () => void server.process.kill('SIGSTOP'),

@@ -1,0 +1,67 @@
+/**
+ * Remembers handler runs that succeeded but whose completion may not have reached Redis, so that
+ * they are not run again.
+ *
+ * BullMQ records a run's completion with one command after the handler returns. When Redis is
+ * away at that moment, the command waits for it; if Redis is away longer than the job's lock
+ * (a restart restores the lock's absolute expiry), the completion is refused, the job counts as
+ * stalled, and it would run a second time. So each success is held in memory until BullMQ
+ * confirms the completion; whatever is still held when Redis comes back is written as a marker
+ * with the deduplication TTL, and a run that was started before without an outcome checks the
+ * marker (and the memory) first. Normal runs pay nothing: no command, no round trip.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
+
+export interface CompletionLedger {
+  /** The handler of this run returned. */
+  succeeded(jobId: string): void;
+  /** BullMQ recorded the run as completed. */
+  confirmed(jobId: string): void;
+  /** Whether this run's handler is known to have succeeded already. */
+  has(jobId: string): Promise<boolean>;
+}
+
+export interface CompletionLedgerOptions {
+  /** The worker's connection: its `ready` event says Redis is back. */
+  readonly connection: Redis;
+  readonly prefix: string;
+  /** How long a marker is kept: as long as a delivery is remembered. */
+  readonly ttlSeconds: number;
+  readonly logger: Logger;
+}
+
+export function createCompletionLedger({
+  connection,
+  prefix,
+  ttlSeconds,
+  logger,
+}: CompletionLedgerOptions): CompletionLedger {
+  const unconfirmed = new Set<string>();
+  const markerKey = (jobId: string) => `${prefix}:handler-runs:succeeded:${jobId}`;
+
+  const writeMarkers = async () => {
+    const jobIds = [...unconfirmed];
+    if (jobIds.length === 0) return;
+    try {
+      const pipeline = connection.pipeline();
+      for (const jobId of jobIds) pipeline.set(markerKey(jobId), '1', 'EX', ttlSeconds);
+      await pipeline.exec();
+      logger.info(
+        { runs: jobIds.length },
+        'recorded handler runs that completed while Redis was away',
+      );
+    } catch (error) {
+      // Still held in memory; the next reconnection tries again.
+      logger.warn({ error: (error as Error).message }, 'could not record completed handler runs');
+    }
+  };
+  connection.on('ready', () => void writeMarkers());
+
+  return {
+    succeeded: (jobId) => void unconfirmed.add(jobId),
+    confirmed: (jobId) => void unconfirmed.delete(jobId),
+    has: async (jobId) =>
+      unconfirmed.has(jobId) || (await connection.exists(markerKey(jobId))) === 1,
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * A cluster for one scenario: its own redis-server (append-only file on, so restarts keep the
+ * queue), and receivers and workers started as `feedback-receiver serve` and `work` processes on
+ * 127.0.0.1, with one key prefix. Every line any of them writes is kept, for the leak check.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { DELIVERIES_QUEUE } from '../../../src/queue/deliveries-queue.js';
+import { HANDLER_RUNS_QUEUE } from '../../../src/queue/handler-runs-queue.js';
+import { createQuarantine, type Quarantine } from '../../../src/queue/quarantine.js';
+import { runCli, startServe, type CliProcess } from '../../helpers/cli-process.js';
+import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+import { waitFor } from '../../helpers/wait-for.js';
+
+export const SECRET = 'reliability-secret-7d1f0c9a4b';
+export const PROBE_HANDLER = 'test/fixtures/handlers/reliability-probe.mjs';
+
+export interface Receiver {
+  readonly cli: CliProcess;
+  /** The webhook URL. */
+  readonly url: string;
+  readonly base: string;
+}
+
+export interface Cluster {
+  readonly redis: RedisServer;
+  readonly prefix: string;
+  /** A client for the suite's own reads; fails fast while Redis is down. */
+  readonly client: Redis;
+  readonly handlerRuns: Queue;
+  readonly deliveries: Queue;
+  readonly quarantine: Quarantine;
+  /** Where the probe handler appends one line per effect (`<key>`) and per run (`<pid> <key>`). */
+  readonly effectsLog: string;
+  readonly runsLog: string;
+  serve(env?: Record<string, string>): Promise<Receiver>;
+  work(env?: Record<string, string>): Promise<CliProcess>;
+  /** Sends a signal and waits for the exit code. */
+  stop(cli: CliProcess, signal?: NodeJS.Signals): Promise<number | null>;
+  effects(): string[];
+  runs(): { pid: number; key: string }[];
+  /** Every line every process of this cluster wrote. */
+  output(): string;
+  close(): Promise<void>;
+}
+
+export async function startCluster(): Promise<Cluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'reliability-'));
+  const redis = await startRedisServer({ appendOnly: true });
+  const prefix = `rel-${randomUUID().slice(0, 8)}`;
+  const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  client.on('error', () => {}); // outages are the point here; the suite polls through them
+  const connection = { url: redis.url, maxRetriesPerRequest: 1 };
+  const handlerRuns = new Queue(HANDLER_RUNS_QUEUE, { connection, prefix });
+  const deliveries = new Queue(DELIVERIES_QUEUE, { connection, prefix });
+  for (const queue of [handlerRuns, deliveries]) queue.on('error', () => {});
+  const effectsLog = join(dir, 'effects.log');
+  const runsLog = join(dir, 'runs.log');
+  const processes: CliProcess[] = [];
+  const lines = (file: string) =>
+    existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+
+  const base = { REDIS_URL: redis.url, QUEUE_PREFIX: prefix };
+  return {
+    redis,
+    prefix,
+    client,
+    handlerRuns,
+    deliveries,
+    quarantine: createQuarantine({ connection: client, prefix }),
+    effectsLog,
+    runsLog,
+
+    async serve(env = {}) {
+      const { cli, url } = await startServe({ ...base, WEBHOOK_SECRET: SECRET, ...env });
+      processes.push(cli);
+      return { cli, base: url, url: `${url}/webhooks/feedback` };
+    },
+
+    async work(env = {}) {
+      const cli = runCli(['work'], {
+        ...base,
+        HANDLERS: PROBE_HANDLER,
+        EFFECTS_LOG: effectsLog,
+        RUNS_LOG: runsLog,
+        SHUTDOWN_TIMEOUT_SECONDS: '5',
+        ...env,
+      });
+      processes.push(cli);
+      const started = () => cli.output().includes('"msg":"worker started"');
+      await waitFor(() => started() || cli.child.exitCode !== null, {
+        timeoutMs: 15_000,
+        what: 'a worker to start',
+      });
+      if (cli.child.exitCode !== null) throw new Error(`work exited:\n${cli.output()}`);
+      return cli;
+    },
+
+    async stop(cli, signal = 'SIGTERM') {
+      if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill(signal);
+      return cli.exited();
+    },
+
+    effects: () => lines(effectsLog),
+    runs: () =>
+      lines(runsLog).map((line) => {
+        const [pid, key] = line.split(' ');
+        return { pid: Number(pid), key: key! };
+      }),
+    output: () => processes.map((cli) => cli.output()).join('\n'),
+
+    async close() {
+      for (const cli of processes) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+      await Promise.all(processes.map((cli) => cli.exited()));
+      await Promise.all([handlerRuns.close(), deliveries.close()]);
+      client.disconnect();
+      await redis.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

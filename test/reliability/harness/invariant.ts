@@ -1,0 +1,81 @@
+/**
+ * The invariant checked at the end of every scenario: every delivery that got a 2xx was handled
+ * exactly once by each matching handler, or sits in the dead letter or the quarantine with a
+ * reason. Nothing else. Also counts what the report shows.
+ */
+import { expect } from 'vitest';
+import type { Cluster } from './cluster.js';
+import { waitFor } from '../../helpers/wait-for.js';
+
+export interface Tally {
+  readonly sent: number;
+  readonly acknowledged: number;
+  readonly handled: number;
+  readonly deadLetter: number;
+  readonly quarantined: number;
+  readonly lost: number;
+  readonly handledTwice: number;
+}
+
+const UNFINISHED = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
+
+/**
+ * Waits until both queues hold nothing unfinished, so no run can still come, and every
+ * acknowledged key is handled or dead-lettered.
+ */
+export async function settle(
+  cluster: Cluster,
+  acknowledged: ReadonlySet<string>,
+  { timeoutMs = 60_000 } = {},
+): Promise<void> {
+  await waitFor(
+    async () => {
+      try {
+        const counts = await Promise.all(
+          [cluster.deliveries, cluster.handlerRuns].map((queue) =>
+            queue.getJobCounts(...UNFINISHED),
+          ),
+        );
+        if (counts.some((byState) => Object.values(byState).some((n) => n > 0))) return false;
+        const done = new Set([...cluster.effects(), ...(await deadLetterKeys(cluster))]);
+        return [...acknowledged].every((key) => done.has(key));
+      } catch {
+        return false; // Redis is still on its way back
+      }
+    },
+    { timeoutMs, intervalMs: 100, what: 'every acknowledged delivery to be handled' },
+  );
+}
+
+export async function tally(
+  cluster: Cluster,
+  sent: ReadonlySet<string>,
+  acknowledged: ReadonlySet<string>,
+  { quarantined = 0 } = {},
+): Promise<Tally> {
+  const effects = new Map<string, number>();
+  for (const key of cluster.effects()) effects.set(key, (effects.get(key) ?? 0) + 1);
+  const dead = new Set(await deadLetterKeys(cluster));
+  const handled = [...acknowledged].filter((key) => effects.has(key)).length;
+  const deadLetter = [...acknowledged].filter((key) => !effects.has(key) && dead.has(key)).length;
+  return {
+    sent: sent.size,
+    acknowledged: acknowledged.size + quarantined,
+    handled,
+    deadLetter,
+    quarantined,
+    lost: acknowledged.size - handled - deadLetter,
+    handledTwice: [...effects.values()].filter((count) => count > 1).length,
+  };
+}
+
+export function expectInvariant(result: Tally): void {
+  expect(result.lost, 'acknowledged deliveries lost').toBe(0);
+  expect(result.handledTwice, 'deliveries handled twice').toBe(0);
+  expect(result.handled + result.deadLetter + result.quarantined).toBe(result.acknowledged);
+}
+
+async function deadLetterKeys(cluster: Cluster): Promise<string[]> {
+  const failed = await cluster.handlerRuns.getFailed(0, -1);
+  return failed.map((job) => (job.data as { delivery: { key: string } }).delivery.key);
+}

@@ -1,0 +1,47 @@
+/**
+ * Scenario 1: Redis (append-only file on) is restarted during a steady stream of deliveries. The
+ * receiver answers 503 while it is down and recovers by itself; the senders' retries complete
+ * the set.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
+import { expectInvariant, settle, tally } from './harness/invariant.js';
+import { finishScenario } from './harness/report-row.js';
+import { createSender } from './harness/sender.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const DELIVERIES = 400;
+let cluster: Cluster;
+
+afterAll(() => cluster?.close());
+
+it('loses nothing and handles nothing twice when Redis restarts mid-stream', async () => {
+  cluster = await startCluster();
+  const receiver = await cluster.serve();
+  await cluster.work();
+  const sender = createSender({ targets: () => [receiver.url], secret: SECRET });
+
+  const streaming = sender.stream(DELIVERIES, { prefix: 'restart', concurrency: 4 });
+  await waitFor(() => sender.acknowledged.size >= 100, { timeoutMs: 30_000, what: '100 acks' });
+  await cluster.redis.shutdown();
+  await waitFor(() => sender.count(503) > 0, { timeoutMs: 10_000, what: 'a 503 while down' });
+  const ackedWhileDown = sender.acknowledged.size;
+  await cluster.redis.start();
+  await streaming;
+  await settle(cluster, sender.acknowledged);
+
+  const result = await tally(cluster, sender.sent, sender.acknowledged);
+  expectInvariant(result);
+  expect(result.acknowledged).toBe(DELIVERIES);
+  // Deliveries went on after the restart without restarting anything else.
+  expect(ackedWhileDown).toBeLessThan(DELIVERIES);
+
+  finishScenario({
+    scenario: '1. Redis restarted mid-stream',
+    result,
+    notes: `${sender.count(503)} answers 503 while Redis was down, then recovered by itself`,
+    output: cluster.output(),
+    answers: sender.answers,
+    secrets: [SECRET],
+  });
+});
