@@ -28,6 +28,8 @@ export interface Receiver {
 }
 
 export interface Cluster {
+  /** A directory of this cluster's own, removed at close. */
+  readonly dir: string;
   readonly redis: RedisServer;
   readonly prefix: string;
   /** A client for the suite's own reads; fails fast while Redis is down. */
@@ -67,6 +69,7 @@ export async function startCluster(): Promise<Cluster> {
 
   const base = { REDIS_URL: redis.url, QUEUE_PREFIX: prefix };
   return {
+    dir,
     redis,
     prefix,
     client,

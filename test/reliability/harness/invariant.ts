@@ -17,6 +17,12 @@ export interface Tally {
   readonly handledTwice: number;
 }
 
+export interface SettleOptions {
+  readonly timeoutMs?: number;
+  /** The key of every effect a handler had, once per effect. Default: the probe handler's. */
+  readonly effects?: () => readonly string[];
+}
+
 const UNFINISHED = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-children'] as const;
 
 /**
@@ -26,7 +32,7 @@ const UNFINISHED = ['waiting', 'active', 'delayed', 'prioritized', 'waiting-chil
 export async function settle(
   cluster: Cluster,
   acknowledged: ReadonlySet<string>,
-  { timeoutMs = 60_000 } = {},
+  { timeoutMs = 60_000, effects = cluster.effects }: SettleOptions = {},
 ): Promise<void> {
   await waitFor(
     async () => {
@@ -37,7 +43,7 @@ export async function settle(
           ),
         );
         if (counts.some((byState) => Object.values(byState).some((n) => n > 0))) return false;
-        const done = new Set([...cluster.effects(), ...(await deadLetterKeys(cluster))]);
+        const done = new Set([...effects(), ...(await deadLetterKeys(cluster))]);
         return [...acknowledged].every((key) => done.has(key));
       } catch {
         return false; // Redis is still on its way back
@@ -51,10 +57,10 @@ export async function tally(
   cluster: Cluster,
   sent: ReadonlySet<string>,
   acknowledged: ReadonlySet<string>,
-  { quarantined = 0 } = {},
+  { quarantined = 0, effects: effectKeys = cluster.effects() } = {},
 ): Promise<Tally> {
   const effects = new Map<string, number>();
-  for (const key of cluster.effects()) effects.set(key, (effects.get(key) ?? 0) + 1);
+  for (const key of effectKeys) effects.set(key, (effects.get(key) ?? 0) + 1);
   const dead = new Set(await deadLetterKeys(cluster));
   const handled = [...acknowledged].filter((key) => effects.has(key)).length;
   const deadLetter = [...acknowledged].filter((key) => !effects.has(key) && dead.has(key)).length;

@@ -1,0 +1,79 @@
+/**
+ * Scenario 6: every delivery is sent three times at once, through two receivers, and three times
+ * again after job retention has removed its first jobs. Each is handled once.
+ */
+import { afterAll, expect, it } from 'vitest';
+import { jobIdFor } from '../../src/webhooks/delivery.js';
+import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
+import { expectInvariant, settle, tally } from './harness/invariant.js';
+import { finishScenario } from './harness/report-row.js';
+import { createSender, keyOf } from './harness/sender.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const DELIVERIES = 60;
+const COPIES = 3;
+let cluster: Cluster;
+
+afterAll(() => cluster?.close());
+
+it('handles a delivery sent three times at once, and three times after retention, once', async () => {
+  cluster = await startCluster();
+  // Finished jobs are removed a second after they finish; deduplication must not depend on them.
+  const retention = { COMPLETED_JOB_RETENTION_SECONDS: '1' };
+  const receivers = [await cluster.serve(retention), await cluster.serve(retention)];
+  await cluster.work(retention);
+  const sender = createSender({ targets: () => receivers.map((r) => r.url), secret: SECRET });
+  const ids = Array.from({ length: DELIVERIES }, (_, n) => `fb_repeat_${n + 1}`);
+  const sendEachThreeTimes = () =>
+    Promise.all(
+      ids.flatMap((id) =>
+        Array.from({ length: COPIES }, () => sender.deliver({ id, title: `Record ${id}` })),
+      ),
+    );
+
+  const first = await sendEachThreeTimes();
+  await settle(cluster, sender.acknowledged);
+
+  // Retention runs when later jobs finish: keep a trickle of other deliveries going until every
+  // first job is gone from both queues.
+  let filler = 0;
+  const jobsLeft = async () => {
+    const left = await Promise.all(
+      ids.map(async (id) => {
+        const jobId = jobIdFor(keyOf(id));
+        const jobs = [
+          cluster.deliveries.getJob(jobId),
+          cluster.handlerRuns.getJob(`${jobId}.reliability-probe`),
+        ];
+        return (await Promise.all(jobs)).filter(Boolean).length;
+      }),
+    );
+    return left.reduce((sum, n) => sum + n, 0);
+  };
+  await waitFor(
+    async () => {
+      await sender.deliver({ id: `fb_filler_${(filler += 1)}` });
+      return (await jobsLeft()) === 0;
+    },
+    { timeoutMs: 30_000, intervalMs: 250, what: 'retention to remove the first jobs' },
+  );
+
+  const again = await sendEachThreeTimes();
+  await settle(cluster, sender.acknowledged);
+
+  const result = await tally(cluster, sender.sent, sender.acknowledged);
+  expectInvariant(result);
+  expect(result.acknowledged).toBe(DELIVERIES + filler);
+  // After retention, every copy was recognised: answered 200 duplicate, none queued again.
+  expect(again.every((status) => status === 200)).toBe(true);
+  const queuedFirst = first.filter((status) => status === 202).length;
+
+  finishScenario({
+    scenario: '6. every delivery sent 3 times, and 3 times after retention',
+    result,
+    notes: `${DELIVERIES * COPIES * 2} posts for ${DELIVERIES} deliveries (+${filler} fillers): ${queuedFirst} answered 202 queued, the rest 200 duplicate; all ${DELIVERIES * COPIES} posts after retention 200 duplicate`,
+    output: cluster.output(),
+    answers: sender.answers,
+    secrets: [SECRET],
+  });
+});
