@@ -4,7 +4,7 @@
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
-import { sendProblem } from './send-problem.js';
+import { sendNotFound, sendProblem } from './send-problem.js';
 import type { Metrics } from '../metrics.js';
 import { createAdminRouter, type AdminDashboardOptions } from './admin-dashboard.js';
 import { createProbeRouter } from './probes.js';
@@ -70,9 +70,7 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(createProbeRouter(deps));
 
-  app.use((req, res) => {
-    sendProblem(res, 'NOT_FOUND', `Nothing at ${req.method} ${req.path}.`);
-  });
+  app.use(sendNotFound);
 
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);

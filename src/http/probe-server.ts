@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createProbeRouter, type ProbeDeps } from './probes.js';
-import { sendProblem } from './send-problem.js';
+import { sendNotFound } from './send-problem.js';
 
 export async function startProbeServer(
   options: ProbeDeps & { port: number; host?: string },
@@ -12,7 +12,7 @@ export async function startProbeServer(
   const app = express();
   app.disable('x-powered-by');
   app.use(createProbeRouter(options));
-  app.use((req, res) => sendProblem(res, 'NOT_FOUND', `Nothing at ${req.method} ${req.path}.`));
+  app.use(sendNotFound);
   const server = createServer(app);
   server.listen(options.port, options.host ?? '0.0.0.0');
   await once(server, 'listening');

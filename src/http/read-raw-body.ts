@@ -3,7 +3,7 @@
  * before it reports it; this stops at the limit, so a sender gets its 413 at once and a hostile
  * one cannot make the receiver read megabytes it will refuse anyway.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export class BodyTooLargeError extends Error {
   override readonly name = 'BodyTooLargeError';
@@ -37,7 +37,6 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer
       size += chunk.length;
       if (size > limit) {
         cleanup();
-        // Stop reading; answered with `Connection: close`, Node closes the socket afterwards.
         req.pause();
         reject(new BodyTooLargeError());
         return;
@@ -57,4 +56,31 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer
     req.on('error', onIncomplete);
     req.on('close', onIncomplete);
   });
+}
+
+/** How much of a refused body is read and thrown away, at most, so its sender sees the answer. */
+export const DISCARD_LIMIT = { bytes: 16 * 1024 * 1024, ms: 5_000 };
+
+/**
+ * Reads and throws away the rest of a refused body, within `DISCARD_LIMIT`, and closes the
+ * connection if the body goes on past it. Closing a socket with unread bytes makes the kernel
+ * reset the connection, and a sender still uploading then loses the 413 it was sent (nginx's
+ * "lingering close" solves the same problem). Call it before answering: the answer must not
+ * close the connection itself, which Node does after any `Connection: close` answer.
+ */
+export function discardRestOfBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limit = DISCARD_LIMIT,
+): void {
+  res.setHeader('Connection', 'keep-alive');
+  let discarded = 0;
+  const giveUp = () => req.socket.destroy();
+  const timer = setTimeout(giveUp, limit.ms).unref();
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > limit.bytes) giveUp();
+  });
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
 }

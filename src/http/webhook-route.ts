@@ -100,7 +100,6 @@ export function createWebhookRouter(
     try {
       body = await readRawBody(req, deps.bodyLimitBytes);
     } catch (error) {
-      res.setHeader('Connection', 'close');
       return error instanceof BodyTooLargeError
         ? refuse(
             res,

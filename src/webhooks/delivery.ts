@@ -116,8 +116,18 @@ function unwrap(json: unknown): { event: string; data: unknown } {
   return { event: FEEDBACK_CREATED, data: json };
 }
 
+/**
+ * Issues kept per invalid delivery. A signed body of 100 000 wrong array items has as many
+ * issues; all of them would go into one log line and the quarantine entry.
+ */
+const MAX_ISSUES = 20;
+
 function describeIssues(error: z.ZodError): InvalidPayloadIssue[] {
-  return error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
+  const issues = error.issues
+    .slice(0, MAX_ISSUES)
+    .map((issue) => ({ path: issue.path.join('.'), message: issue.message }));
+  const more = error.issues.length - MAX_ISSUES;
+  return more > 0 ? [...issues, { path: '', message: `and ${more} more issues` }] : issues;
 }
 
 const READABLE_JOB_ID_LENGTH = 200;

@@ -19,7 +19,7 @@ it('handles every acknowledged delivery once across SIGTERM and restart', async 
   cluster = await startCluster();
   const port = String(await freePort());
   let receiver = await cluster.serve({ PORT: port });
-  let worker = await cluster.work({ HANDLER_DELAY_MS: '10' });
+  const worker = await cluster.work({ HANDLER_DELAY_MS: '10' });
   const sender = createSender({ targets: () => [receiver.url], secret: SECRET });
   const streaming = sender.stream(DELIVERIES, { prefix: 'sigterm', concurrency: 4 });
 
@@ -28,7 +28,7 @@ it('handles every acknowledged delivery once across SIGTERM and restart', async 
   receiver = await cluster.serve({ PORT: port });
   await waitFor(() => sender.acknowledged.size >= 200, { timeoutMs: 30_000, what: '200 acks' });
   expect(await cluster.stop(worker)).toBe(0);
-  worker = await cluster.work({ HANDLER_DELAY_MS: '10' });
+  await cluster.work({ HANDLER_DELAY_MS: '10' });
   await streaming;
   await settle(cluster, sender.acknowledged);
 

@@ -28,6 +28,7 @@ describe('loadReceiverConfig', () => {
       logLevel: 'info',
       logPretty: false,
       dedupeTtlSeconds: 604800,
+      completedJobRetentionSeconds: 86400,
       webhook: {
         scheme: 'hmac-sha256',
         secrets: ['dev-secret'],
@@ -139,6 +140,7 @@ describe('loadWorkerConfig', () => {
       logLevel: 'info',
       logPretty: false,
       dedupeTtlSeconds: 604800,
+      completedJobRetentionSeconds: 86400,
       api: { baseUrl: undefined, token: undefined, rateLimitPerMinute: 100, timeoutMs: 10_000 },
       handlerModules: [],
       concurrency: 10,

@@ -24,15 +24,18 @@ export default class TableReporter implements Reporter {
       .filter(Boolean)
       .map((line) => JSON.parse(line) as ScenarioRow)
       .sort((a, b) => a.scenario.localeCompare(b.scenario, 'en', { numeric: true }));
+    const figure = (value: number | undefined) => (value === undefined ? '—' : String(value));
     const cells = rows.map((row) => [
       row.scenario,
-      String(row.sent),
-      String(row.acknowledged),
-      String(row.handled),
-      String(row.deadLetter),
-      String(row.quarantined),
-      String(row.lost),
-      String(row.handledTwice),
+      ...[
+        row.sent,
+        row.acknowledged,
+        row.handled,
+        row.deadLetter,
+        row.quarantined,
+        row.lost,
+        row.handledTwice,
+      ].map(figure),
       row.notes,
     ]);
     const lines = rows.reduce((sum, row) => sum + row.linesChecked, 0);

@@ -61,6 +61,16 @@ describe('interpretPayload', () => {
     });
   });
 
+  it('keeps the first 20 issues of a record with thousands, and says how many more', () => {
+    const tags = Array.from({ length: 5_000 }, (_, n) => n);
+    const outcome = interpretPayload(bytes({ id: 'fb_tags', tags }), { receivedAt });
+    expect(outcome.kind === 'invalid' && outcome.issues).toHaveLength(21);
+    expect(outcome.kind === 'invalid' && outcome.issues.at(-1)).toEqual({
+      path: '',
+      message: 'and 4980 more issues',
+    });
+  });
+
   it('calls a body nested past 32 levels invalid, however it nests', () => {
     const deep = `{"id":"fb_deep","extra":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
     expect(interpretPayload(Buffer.from(deep), { receivedAt })).toMatchObject({
