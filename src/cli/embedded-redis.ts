@@ -55,6 +55,9 @@ export async function startEmbeddedRedis({
       '',
       '--appendonly',
       appendOnly ? 'yes' : 'no',
+      // With the append-only file, sync every write: an acknowledged delivery survives a crash.
+      '--appendfsync',
+      'always',
       '--maxmemory-policy',
       'noeviction',
     ],

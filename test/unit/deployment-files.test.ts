@@ -57,9 +57,11 @@ describe('deployment files', () => {
     expect(dockerfile).toMatch(/^FROM node:20-slim AS build$/m);
   });
 
-  it('compose gives Redis persistence, noeviction, a volume and a health check the others wait for', () => {
-    expect(compose).toContain("'--appendonly', 'yes'");
-    expect(compose).toContain("'--maxmemory-policy', 'noeviction'");
+  it('compose gives Redis persistence (fsync on every write), noeviction, a volume and a health check the others wait for', () => {
+    const command = compose.replace(/\s+/g, ' ');
+    expect(command).toContain("'--appendonly', 'yes'");
+    expect(command).toContain("'--appendfsync', 'always'");
+    expect(command).toContain("'--maxmemory-policy', 'noeviction'");
     expect(compose).toContain('redis-data:/data');
     expect(compose.match(/condition: service_healthy/g)).toHaveLength(2);
     expect(compose.match(/env_file: \.env/g)).toHaveLength(2);
