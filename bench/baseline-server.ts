@@ -1,22 +1,53 @@
 /**
  * The baselines the receiver is measured against, in the same run and on the same machine:
- * `express` is a bare Express 5 route with express.raw answering 202; `http` is node:http reading
- * the body and answering 202. Usage: node baseline-server.js express|http <port>
+ * - `http`: node:http reading the body and answering 202;
+ * - `express`: a bare Express 5 route with express.raw answering 202;
+ * - `naive`: the receiver most people would write first: express.raw, an HMAC check, zod, and
+ *   `queue.add` on a default ioredis connection, answering 202.
+ * Usage: node baseline-server.js http|express|naive <port> [<secret> <redis url>]
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type RequestListener } from 'node:http';
+import { Queue } from 'bullmq';
 import express from 'express';
+import { Redis } from 'ioredis';
+import { FeedbackRecordSchema } from '../src/webhooks/feedback-record.js';
 
-const [kind, port] = process.argv.slice(2);
+const [kind, port, secret = '', redisUrl = ''] = process.argv.slice(2);
+const WEBHOOK_PATH = '/webhooks/feedback';
+const raw = express.raw({ type: 'application/json', limit: '1mb' });
 
 function bareExpress(): RequestListener {
   const app = express();
-  app.post(
-    '/webhooks/feedback',
-    express.raw({ type: 'application/json', limit: '1mb' }),
-    (_req, res) => {
-      res.status(202).json({ status: 'queued' });
-    },
-  );
+  app.post(WEBHOOK_PATH, raw, (_req, res) => {
+    res.status(202).json({ status: 'queued' });
+  });
+  return app;
+}
+
+function naiveReceiver(): RequestListener {
+  const queue = new Queue('naive', {
+    connection: new Redis(redisUrl, { maxRetriesPerRequest: null }),
+  });
+  const app = express();
+  app.post(WEBHOOK_PATH, raw, async (req, res) => {
+    const body = req.body as Buffer;
+    const expected = Buffer.from(
+      `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+    );
+    const given = Buffer.from(req.get('x-ybug-signature') ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      res.status(401).json({ error: 'invalid signature' });
+      return;
+    }
+    const parsed = FeedbackRecordSchema.safeParse(JSON.parse(body.toString('utf8')));
+    if (!parsed.success) {
+      res.status(400).json({ error: 'invalid payload' });
+      return;
+    }
+    await queue.add('feedback.created', parsed.data, { jobId: `fb-${parsed.data.id}` });
+    res.status(202).json({ status: 'queued' });
+  });
   return app;
 }
 
@@ -28,6 +59,7 @@ const bareHttp: RequestListener = (req, res) => {
   });
 };
 
-const server = createServer(kind === 'express' ? bareExpress() : bareHttp);
+const listener = kind === 'express' ? bareExpress() : kind === 'naive' ? naiveReceiver() : bareHttp;
+const server = createServer(listener);
 server.listen(Number(port), '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

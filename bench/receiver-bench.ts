@@ -1,6 +1,6 @@
 /**
  * The receiver's full path (verify, validate, dedupe, enqueue, answer), as `feedback-receiver
- * serve` runs it, against a bare Express route and a bare node:http server, at several
+ * serve` runs it, against a bare Express route, a bare node:http server and a naive receiver, at several
  * concurrencies. Rounds alternate between the three, so a drift in the machine's speed touches
  * them alike; Redis is emptied before every round of the full path.
  */
@@ -18,7 +18,7 @@ import {
   type Server,
 } from './processes.js';
 
-export const TARGETS = ['node:http', 'bare Express', 'full path'] as const;
+export const TARGETS = ['node:http', 'bare Express', 'naive receiver', 'full path'] as const;
 export type Target = (typeof TARGETS)[number];
 
 export interface ReceiverBenchOptions {
@@ -66,7 +66,7 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
       connections: number,
       seconds: number,
     ): Promise<RoundResult> => {
-      if (target === 'full path') {
+      if (target === 'full path' || target === 'naive receiver') {
         await redis.flushall();
         sustainedSeconds += seconds;
       }
@@ -131,6 +131,9 @@ async function startTarget(target: Target, redisUrl: string): Promise<Server> {
   const port = await freePort();
   if (target === 'node:http') return startServer([BASELINE, 'http', String(port)], port);
   if (target === 'bare Express') return startServer([BASELINE, 'express', String(port)], port);
+  if (target === 'naive receiver') {
+    return startServer([BASELINE, 'naive', String(port), SECRET, redisUrl], port);
+  }
   return startServer([CLI, 'serve'], port, {
     WEBHOOK_SECRET: SECRET,
     REDIS_URL: redisUrl,

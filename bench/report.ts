@@ -75,6 +75,11 @@ function headline({ receiver, worker }: ReportInput): string {
       '',
     ],
     [
+      'receiver: naive receiver / bare Express, req/s (for scale)',
+      fixed(ratio(rps('naive receiver'), rps('bare Express'))),
+      '',
+    ],
+    [
       'worker: worker path / bare BullMQ, deliveries/s',
       fixed(workerRatio),
       `>= ${TARGET_WORKER_RATIO}`,

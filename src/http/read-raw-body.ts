@@ -1,7 +1,8 @@
 /**
  * Reads a request body as raw bytes, bounded. body-parser reads an oversized body to its end
- * before it reports it; this stops at the limit, so a sender gets its 413 at once and a hostile
- * one cannot make the receiver read megabytes it will refuse anyway.
+ * before it reports it; this stops at the limit, so a sender gets its 413 at once. What is left of
+ * a refused body is then thrown away only within `DISCARD_LIMIT`, so a hostile sender cannot make
+ * the receiver read more than that.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 

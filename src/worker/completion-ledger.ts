@@ -20,6 +20,8 @@ export interface CompletionLedger {
   confirmed(jobId: string): void;
   /** Whether this run's handler is known to have succeeded already. */
   has(jobId: string): Promise<boolean>;
+  /** Stops listening to the connection. */
+  close(): void;
 }
 
 export interface CompletionLedgerOptions {
@@ -46,7 +48,10 @@ export function createCompletionLedger({
     try {
       const pipeline = connection.pipeline();
       for (const jobId of jobIds) pipeline.set(markerKey(jobId), '1', 'EX', ttlSeconds);
-      await pipeline.exec();
+      const failed = (await pipeline.exec())?.find(([error]) => error);
+      if (failed) throw failed[0];
+      // Redis holds them now; memory keeps only what it does not.
+      for (const jobId of jobIds) unconfirmed.delete(jobId);
       logger.info(
         { runs: jobIds.length },
         'recorded handler runs that completed while Redis was away',
@@ -56,12 +61,14 @@ export function createCompletionLedger({
       logger.warn({ error: (error as Error).message }, 'could not record completed handler runs');
     }
   };
-  connection.on('ready', () => void writeMarkers());
+  const onReady = () => void writeMarkers();
+  connection.on('ready', onReady);
 
   return {
     succeeded: (jobId) => void unconfirmed.add(jobId),
     confirmed: (jobId) => void unconfirmed.delete(jobId),
     has: async (jobId) =>
       unconfirmed.has(jobId) || (await connection.exists(markerKey(jobId))) === 1,
+    close: () => void connection.off('ready', onReady),
   };
 }

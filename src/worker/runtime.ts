@@ -204,6 +204,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         await graceful;
       }
       clearTimeout(timer);
+      completions.close();
       await handlerRuns.close();
     })();
     return closing;
