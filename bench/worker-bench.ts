@@ -1,8 +1,8 @@
 /**
- * The whole worker path (the deliveries worker routing each delivery into a handler run, and that
- * run of one no-op handler with its bookkeeping, logging and metrics), as `feedback-receiver work`
- * runs it, against a bare BullMQ Worker with a no-op processor draining the same number of jobs
- * in the same run. The queues are filled first; the clock runs from the worker's start until the
+ * The whole worker path (the deliveries worker routing each delivery and making the run of one
+ * no-op handler, with its bookkeeping, logging and metrics), as `feedback-receiver work` runs it,
+ * against a bare BullMQ Worker with a no-op processor draining the same number of jobs in the
+ * same run. The queues are filled first; the clock runs from the worker's start until the
  * last job's processor has run.
  */
 import { Queue, Worker } from 'bullmq';

@@ -106,12 +106,20 @@ export type { RateLimiter } from './api/rate-limiter.js';
 export { createRedisRateLimiter } from './queue/api-rate-limiter.js';
 
 // Running and operating workers.
-export { startWorker, resolveHandlers, type StartWorkerOptions } from './worker-process.js';
+export {
+  startWorker,
+  resolveHandlers,
+  type StartedWorker,
+  type StartWorkerOptions,
+} from './worker-process.js';
 export {
   startWorkerRuntime,
+  type RoutingResult,
+  type RunSummary,
   type WorkerRuntime,
   type WorkerRuntimeOptions,
 } from './worker/runtime.js';
+export { findRunOutcome, type RunOutcome } from './queue/run-outcome.js';
 export { createDeadLetter, type DeadLetter, type DeadLetterEntry } from './queue/dead-letter.js';
 export {
   createHandlerRunsQueue,

@@ -13,11 +13,18 @@ import { DELIVERIES_QUEUE, keepCompletedFor } from './queue/deliveries-queue.js'
 import { HANDLER_RUN_RETENTION } from './queue/handler-runs-queue.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
 import { closeConnection, createWorkerConnection } from './queue/redis.js';
+import type { Delivery } from './webhooks/delivery.js';
 import type { Handler } from './worker/handler.js';
 import { assertUniqueNames, HandlerLoadError, loadHandlerModules } from './worker/load-handlers.js';
 import { startWorkerRuntime, type WorkerRuntime } from './worker/runtime.js';
 import { loadTriageRules } from './worker/triage/rules.js';
 import { createTriageHandler } from './worker/triage/triage-handler.js';
+
+/** A running worker: its queues, for reading what became of runs, and how to stop it. */
+export interface StartedWorker extends WorkerRuntime {
+  readonly deliveries: Queue<Delivery>;
+  close(): Promise<void>;
+}
 
 export interface StartWorkerOptions {
   /** Handlers given in code, in addition to HANDLERS and the built-ins. */
@@ -56,7 +63,7 @@ export async function startWorker(
   config: WorkerConfig,
   logger: Logger,
   options: StartWorkerOptions = {},
-): Promise<WorkerRuntime & { close(): Promise<void> }> {
+): Promise<StartedWorker> {
   const handlers = await resolveHandlers(config, options.handlers);
   const connection = createWorkerConnection(config.redisUrl, logger);
   const metrics = createMetrics();
@@ -97,13 +104,17 @@ export async function startWorker(
     retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
     metrics,
   });
-  const deliveries = new Queue(DELIVERIES_QUEUE, { connection, prefix: config.queuePrefix });
+  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, {
+    connection,
+    prefix: config.queuePrefix,
+  });
   // Without a listener, BullMQ prints every connection error with its stack to stderr.
   deliveries.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
   metrics.watchQueues([deliveries, runtime.handlerRuns]);
   running = true;
   return {
     ...runtime,
+    deliveries,
     close: async () => {
       running = false;
       await runtime.close(config.shutdownTimeoutSeconds * 1000);

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiClient } from '../api/client.js';
 import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
-import { handlerRunJobId } from '../queue/handler-runs-queue.js';
+import { findRunOutcome } from '../queue/run-outcome.js';
 import { startReceiver } from '../receiver.js';
 import { SANDBOX_TOKEN } from '../sandbox/seed.js';
 import { startSandbox } from '../sandbox/server.js';
@@ -124,14 +124,16 @@ and after; and stops everything. --verbose shows every component's log lines.`,
         while (fired.size < before.length) {
           for (const record of before) {
             if (fired.has(record.id)) continue;
-            // The state first: a finished job is final, so what is read after it is complete.
-            const id = handlerRunJobId(`feedback.created:${record.id}`, TRIAGE_HANDLER_NAME);
-            const state = await worker.handlerRuns.getJobState(id);
-            if (state !== 'completed' && state !== 'failed') continue;
-            const job = await worker.handlerRuns.getJob(id);
-            if (state === 'failed')
-              throw new Error(`triage of ${record.id} failed: ${job?.failedReason}`);
-            const matched = (job?.returnvalue as { matched?: string[] } | null)?.matched ?? [];
+            const run = await findRunOutcome(
+              worker.deliveries,
+              worker.handlerRuns,
+              `feedback.created:${record.id}`,
+              TRIAGE_HANDLER_NAME,
+            );
+            if (run.state === 'pending') continue;
+            if (run.state === 'failed')
+              throw new Error(`triage of ${record.id} failed: ${run.reason}`);
+            const matched = (run.result as { matched?: string[] } | null)?.matched ?? [];
             fired.set(record.id, matched.join(', ') || '(none)');
           }
           if (Date.now() > deadline) {

@@ -2,6 +2,11 @@
  * The API's rate limit, shared by every worker process through Redis: a sliding window of the
  * last minute's requests. At most `limit` requests fall in any window, which satisfies the
  * service's limit however it counts its own minutes.
+ *
+ * A slot is taken before the request leaves, and the service counts it when it arrives. The time
+ * between varies (a fresh connection, the process's first fetch, a busy event loop), so a request
+ * that left early but arrived late could share the service's minute with one that left a whole
+ * window later. Each slot is therefore held for the window plus a margin.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -30,6 +35,8 @@ export interface RedisRateLimiterOptions {
   readonly limit: number;
   /** Default: 60 000 (a minute). */
   readonly windowMs?: number;
+  /** How much longer than the window a slot is held. Default: a sixtieth of it (1 s a minute). */
+  readonly marginMs?: number;
 }
 
 export function createRedisRateLimiter({
@@ -37,10 +44,12 @@ export function createRedisRateLimiter({
   prefix,
   limit,
   windowMs = 60_000,
+  marginMs = windowMs / 60,
 }: RedisRateLimiterOptions): RateLimiter {
   const key = `${prefix}:api-rate-limit`;
+  const heldMs = Math.ceil(windowMs + marginMs);
   return {
     acquire: async () =>
-      Number(await connection.eval(ACQUIRE, 1, key, limit, windowMs, randomUUID())),
+      Number(await connection.eval(ACQUIRE, 1, key, limit, heldMs, randomUUID())),
   };
 }

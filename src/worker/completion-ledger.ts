@@ -1,14 +1,16 @@
 /**
- * Remembers handler runs that succeeded but whose completion may not have reached Redis, so that
- * they are not run again.
+ * Remembers handler runs that succeeded, so that they are not run again.
  *
- * BullMQ records a run's completion with one command after the handler returns. When Redis is
- * away at that moment, the command waits for it; if Redis is away longer than the job's lock
- * (a restart restores the lock's absolute expiry), the completion is refused, the job counts as
- * stalled, and it would run a second time. So each success is held in memory until BullMQ
- * confirms the completion; whatever is still held when Redis comes back is written as a marker
- * with the deduplication TTL, and a run that was started before without an outcome checks the
- * marker (and the memory) first. Normal runs pay nothing: no command, no round trip.
+ * A run made while routing (the first attempt) has no job of its own: its success is written as a
+ * marker with the deduplication TTL, checked before any such run.
+ *
+ * A queued run's success is recorded by BullMQ's completion of its job, with one command after
+ * the handler returns. When Redis is away at that moment, the command waits for it; if Redis is
+ * away longer than the job's lock (a restart restores the lock's absolute expiry), the completion
+ * is refused, the job counts as stalled, and it would run a second time. So each such success is
+ * held in memory until BullMQ confirms the completion; whatever is still held when Redis comes
+ * back is written as a marker, and a run that was started before without an outcome checks the
+ * marker (and the memory) first. Normal queued runs pay nothing: no command, no round trip.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
@@ -16,10 +18,12 @@ import type { Logger } from '../logger.js';
 export interface CompletionLedger {
   /** The handler of this run returned. */
   succeeded(jobId: string): void;
+  /** The handler of this run, which has no job, returned: its marker is written now. */
+  record(jobId: string): Promise<void>;
   /** BullMQ recorded the run as completed. */
   confirmed(jobId: string): void;
-  /** Whether this run's handler is known to have succeeded already. */
-  has(jobId: string): Promise<boolean>;
+  /** Whether this run's handler is known to have succeeded already, or any of `orKeys` exists. */
+  has(jobId: string, orKeys?: readonly string[]): Promise<boolean>;
   /** Stops listening to the connection. */
   close(): void;
 }
@@ -67,8 +71,15 @@ export function createCompletionLedger({
   return {
     succeeded: (jobId) => void unconfirmed.add(jobId),
     confirmed: (jobId) => void unconfirmed.delete(jobId),
-    has: async (jobId) =>
-      unconfirmed.has(jobId) || (await connection.exists(markerKey(jobId))) === 1,
+    async record(jobId) {
+      // Held in memory too, until Redis has it: should Redis be away, the routing job that made
+      // this run is re-run later, and must find it.
+      unconfirmed.add(jobId);
+      await connection.set(markerKey(jobId), '1', 'EX', ttlSeconds);
+      unconfirmed.delete(jobId);
+    },
+    has: async (jobId, orKeys = []) =>
+      unconfirmed.has(jobId) || (await connection.exists(markerKey(jobId), ...orKeys)) > 0,
     close: () => void connection.off('ready', onReady),
   };
 }

@@ -1,6 +1,7 @@
 /**
- * The worker: consumes `deliveries`, fans each one out into a `handler-runs` job per matching
- * handler, and runs those. Failure policy, in one place:
+ * The worker: consumes `deliveries`, makes the first attempt of each matching handler's run while
+ * routing, and hands a run that did not succeed to the `handler-runs` queue, whose jobs it also
+ * runs. Failure policy, in one place:
  * - a rate limit (the API's 429, or our shared limit) delays the run without spending an attempt;
  * - what retrying cannot fix (UnrecoverableError, the API's 400/401/403/404/422) fails at once;
  * - anything else is retried with the handler's backoff, then lands in the dead letter;
@@ -25,7 +26,10 @@ import {
   addHandlerRuns,
   createHandlerRunsQueue,
   HANDLER_RUNS_QUEUE,
+  handlerRunJobId,
+  handlerRunQueuedKey,
   type HandlerRunData,
+  type NewHandlerRun,
 } from '../queue/handler-runs-queue.js';
 import type { Delivery } from '../webhooks/delivery.js';
 import type { Handler } from './handler.js';
@@ -63,6 +67,47 @@ export interface WorkerRuntime {
   close(timeoutMs?: number): Promise<void>;
 }
 
+/** What one attempt of a handler came to. */
+type AttemptOutcome =
+  | { readonly kind: 'completed'; readonly result: unknown }
+  | { readonly kind: 'interrupted' }
+  | { readonly kind: 'delayed'; readonly delayMs: number }
+  | { readonly kind: 'failed'; readonly error: unknown; readonly final: boolean };
+
+/** What became of a handler's run of a delivery while routing it. */
+export type RunSummary =
+  | { readonly outcome: 'completed'; readonly result: unknown }
+  | { readonly outcome: 'queued' | 'done before' };
+
+/** A routed delivery's job's return value. */
+export interface RoutingResult {
+  readonly handlers: readonly string[];
+  readonly runs: Readonly<Record<string, RunSummary>>;
+}
+
+/** How a first attempt that did not succeed goes on as a `handler-runs` job. */
+function handOver(handler: Handler, outcome: Exclude<AttemptOutcome, { kind: 'completed' }>) {
+  switch (outcome.kind) {
+    case 'interrupted':
+      return { handler };
+    case 'delayed':
+      return { handler, delayMs: outcome.delayMs };
+    case 'failed': {
+      if (outcome.final) {
+        const failedFor =
+          outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+        return { handler, attemptsBefore: 1, failedFor };
+      }
+      const { delayMs, jitter } = handler.backoff;
+      return {
+        handler,
+        attemptsBefore: 1,
+        delayMs: Math.round(delayMs * (1 - jitter * Math.random())),
+      };
+    }
+  }
+}
+
 /** A job that stalls (its worker died) more often than this fails instead of looping forever. */
 const MAX_STALLED_COUNT = 3;
 
@@ -92,45 +137,26 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     maxStalledCount: MAX_STALLED_COUNT,
   };
 
-  const routeDelivery = async (job: Job<Delivery>) => {
-    const routes = route(handlers, job.data);
-    const names = routes.map((entry) => entry.handler.name);
-    if (routes.length > 0) {
-      await addHandlerRuns(handlerRuns, job.data, routes, {
-        dedupeTtlSeconds,
-        ...(options.retention ? { retention: options.retention } : {}),
-      });
-    }
-    logger.info({ deliveryKey: job.data.key, handlers: names }, 'delivery routed');
-    return { handlers: names };
-  };
+  const queueRuns = (delivery: Delivery, runs: readonly NewHandlerRun[]) =>
+    addHandlerRuns(handlerRuns, delivery, runs, {
+      dedupeTtlSeconds,
+      ...(options.retention ? { retention: options.retention } : {}),
+    });
 
-  const runHandler = async (job: Job<HandlerRunData>, token?: string) => {
-    const { delivery, whereError } = job.data;
-    const attempt = job.attemptsMade + 1;
-    const log = logger.child({ deliveryKey: delivery.key, handler: job.name, attempt });
-    const handler = byName.get(job.name);
-    if (!handler) throw new UnrecoverableError(`no handler named "${job.name}" is loaded`);
-    if (whereError !== undefined) {
-      log.error({ outcome: 'failed', error: whereError }, 'handler run failed: where() threw');
-      throw new UnrecoverableError(`where() threw: ${whereError}`);
-    }
-    // Started before without an outcome on record: a crash, or a completion Redis never got.
-    const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
-    if (startedBefore && (await completions.has(job.id!))) {
-      log.info(
-        { outcome: 'completed' },
-        'handler run had completed while Redis was away; not run again',
-      );
-      return null;
-    }
-
+  /** One attempt of a handler on a delivery, with its log line and metrics. */
+  const attemptRun = async (
+    handler: Handler,
+    delivery: Delivery,
+    attempt: number,
+    attempts: number,
+    log: Logger,
+  ): Promise<AttemptOutcome> => {
     const controller = new AbortController();
     runsInFlight.add(controller);
     const started = performance.now();
     const ms = () => Math.round(performance.now() - started);
     const count = (outcome: string) => {
-      const labels = { handler: job.name, outcome };
+      const labels = { handler: handler.name, outcome };
       options.metrics?.handlerRuns.inc(labels);
       options.metrics?.handlerRunDuration.observe(labels, (performance.now() - started) / 1000);
     };
@@ -145,38 +171,121 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       });
       log.info({ outcome: 'completed', ms: ms() }, 'handler run');
       count('completed');
-      completions.succeeded(job.id!);
-      return result ?? null;
+      return { kind: 'completed', result: result ?? null };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       if (shuttingDown && controller.signal.aborted) {
         log.warn({ outcome: 'interrupted', ms: ms() }, 'handler run interrupted by shutdown');
         count('interrupted');
-        await job.moveToWait(token);
-        throw new WaitingError();
+        return { kind: 'interrupted' };
       }
       if (isApiRateLimitedError(error)) {
         // Not the handler's fault: try again once the limit allows, without spending an attempt.
         const delayMs = error.retryAfterMs + Math.floor(Math.random() * 1_000);
         log.info({ outcome: 'delayed', delayMs, source: error.source }, 'handler run rate limited');
         count('delayed');
-        await job.moveToDelayed(Date.now() + delayMs, token);
-        throw new DelayedError();
+        return { kind: 'delayed', delayMs };
       }
       if (error instanceof UnrecoverableError || isFinalApiError(error)) {
         log.error({ outcome: 'failed', ms: ms(), error: message }, 'handler run failed for good');
         count('failed');
-        throw error instanceof UnrecoverableError ? error : new UnrecoverableError(message);
+        const final = error instanceof UnrecoverableError ? error : new UnrecoverableError(message);
+        return { kind: 'failed', error: final, final: true };
       }
-      const retries = attempt < (job.opts.attempts ?? 1);
+      const retries = attempt < attempts;
       count(retries ? 'retrying' : 'failed');
       log.warn(
         { outcome: retries ? 'retrying' : 'failed', ms: ms(), error: message },
         retries ? 'handler run failed; will retry' : 'handler run failed; attempts used up',
       );
-      throw error;
+      return { kind: 'failed', error, final: !retries };
     } finally {
       runsInFlight.delete(controller);
+    }
+  };
+
+  /**
+   * A run's first attempt, made by the routing job itself: most runs succeed at once, and then
+   * need no job of their own, which halves the queue work per delivery. A run that does not
+   * succeed is queued as a `handler-runs` job, which takes it from there (retries, the rate
+   * limit's delay, the dead letter). A run that succeeded, or was queued, is never made again.
+   */
+  const runFirstAttempt = async (delivery: Delivery, handler: Handler): Promise<RunSummary> => {
+    const runId = handlerRunJobId(delivery.key, handler.name);
+    if (await completions.has(runId, [handlerRunQueuedKey(handlerRuns, runId)])) {
+      // The routing job runs again (after a crash, or a completion Redis never got).
+      logger.info(
+        { deliveryKey: delivery.key, handler: handler.name },
+        'handler run completed or queued before; not run again',
+      );
+      return { outcome: 'done before' };
+    }
+    const log = logger.child({ deliveryKey: delivery.key, handler: handler.name, attempt: 1 });
+    const outcome = await attemptRun(handler, delivery, 1, handler.attempts, log);
+    if (outcome.kind === 'completed') {
+      await completions.record(runId);
+      return { outcome: 'completed', result: outcome.result };
+    }
+    await queueRuns(delivery, [handOver(handler, outcome)]);
+    return { outcome: 'queued' };
+  };
+
+  const routeDelivery = async (job: Job<Delivery>): Promise<RoutingResult> => {
+    const delivery = job.data;
+    const routes = route(handlers, delivery);
+    const broken = routes.filter((entry) => entry.whereError !== undefined);
+    if (broken.length > 0) await queueRuns(delivery, broken);
+    const summaries = await Promise.all(
+      routes
+        .filter((entry) => entry.whereError === undefined)
+        .map(async ({ handler }) => [handler.name, await runFirstAttempt(delivery, handler)]),
+    );
+    const runs: Record<string, RunSummary> = Object.fromEntries(summaries);
+    for (const { handler } of broken) runs[handler.name] = { outcome: 'queued' };
+    const names = routes.map((entry) => entry.handler.name);
+    logger.info({ deliveryKey: delivery.key, handlers: names }, 'delivery routed');
+    return { handlers: names, runs };
+  };
+
+  const runHandler = async (job: Job<HandlerRunData>, token?: string) => {
+    const { delivery, whereError, failedFor, attemptsBefore = 0 } = job.data;
+    const attempt = attemptsBefore + job.attemptsMade + 1;
+    const log = logger.child({ deliveryKey: delivery.key, handler: job.name, attempt });
+    const handler = byName.get(job.name);
+    if (!handler) throw new UnrecoverableError(`no handler named "${job.name}" is loaded`);
+    if (whereError !== undefined) {
+      log.error({ outcome: 'failed', error: whereError }, 'handler run failed: where() threw');
+      throw new UnrecoverableError(`where() threw: ${whereError}`);
+    }
+    if (failedFor !== undefined) {
+      // Logged when the attempt failed. Forgotten first, so that a retry from the dead letter runs.
+      await job.updateData({ delivery, attemptsBefore });
+      throw new UnrecoverableError(failedFor);
+    }
+    // Started before without an outcome on record: a crash, or a completion Redis never got.
+    const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
+    if (startedBefore && (await completions.has(job.id!))) {
+      log.info(
+        { outcome: 'completed' },
+        'handler run had completed while Redis was away; not run again',
+      );
+      return null;
+    }
+
+    const attempts = attemptsBefore + (job.opts.attempts ?? 1);
+    const outcome = await attemptRun(handler, delivery, attempt, attempts, log);
+    switch (outcome.kind) {
+      case 'completed':
+        completions.succeeded(job.id!);
+        return outcome.result;
+      case 'interrupted':
+        await job.moveToWait(token);
+        throw new WaitingError();
+      case 'delayed':
+        await job.moveToDelayed(Date.now() + outcome.delayMs, token);
+        throw new DelayedError();
+      case 'failed':
+        throw outcome.error;
     }
   };
 

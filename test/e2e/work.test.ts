@@ -6,9 +6,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
 import { HANDLER_RUNS_QUEUE } from '../../src/queue/handler-runs-queue.js';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import { countCompletedRuns } from '../helpers/completed-runs.js';
 import {
   API_TOKEN,
   startFakeFeedbackApi,
@@ -24,17 +26,20 @@ let processes: CliProcess[] = [];
 let api: FakeFeedbackApi;
 let prefix: string;
 let handlerRuns: Queue;
+let deliveries: Queue;
 
 beforeEach(async () => {
   api = await startFakeFeedbackApi();
   prefix = `e2e-${randomUUID().slice(0, 8)}`;
-  handlerRuns = new Queue(HANDLER_RUNS_QUEUE, { connection: { url: inject('redisUrl') }, prefix });
+  const connection = { url: inject('redisUrl') };
+  handlerRuns = new Queue(HANDLER_RUNS_QUEUE, { connection, prefix });
+  deliveries = new Queue(DELIVERIES_QUEUE, { connection, prefix });
 });
 afterEach(async () => {
   for (const cli of processes) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
   await Promise.all(processes.map((cli) => cli.exited()));
   processes = [];
-  await handlerRuns.close();
+  await Promise.all([handlerRuns.close(), deliveries.close()]);
   await api.close();
 });
 
@@ -105,7 +110,7 @@ describe('feedback-receiver work', () => {
 
     expect((await postSigned(url, record)).status).toBe(202);
     expect((await postSigned(url, record)).status).toBe(200); // a duplicate changes nothing
-    await waitFor(async () => (await handlerRuns.getCompletedCount()) === 2, {
+    await waitFor(async () => (await countCompletedRuns(deliveries, handlerRuns)) === 2, {
       what: `both handler runs\n${worker.output()}`,
     });
 
@@ -131,7 +136,9 @@ describe('feedback-receiver work', () => {
     expect((await fetch(`${probes}/healthz`)).status).toBe(200);
     expect((await fetch(`${probes}/readyz`)).status).toBe(200);
     await postSigned(url, { id: 'fb_metrics', title: 'It crashed', priority_id: 1 });
-    await waitFor(async () => (await handlerRuns.getCompletedCount()) === 1, { what: 'the run' });
+    await waitFor(async () => (await countCompletedRuns(deliveries, handlerRuns)) === 1, {
+      what: 'the run',
+    });
     const metrics = await (await fetch(`${probes}/metrics`)).text();
     expect(metrics).toContain(
       'feedback_receiver_handler_runs_total{handler="auto-triage",outcome="completed"} 1',
@@ -217,7 +224,9 @@ describe('feedback-receiver work', () => {
       TRIAGE_DRY_RUN: 'true',
     });
     await postSigned(url, { id: 'fb_dry', title: 'It crashed twice', priority_id: 1 });
-    await waitFor(async () => (await handlerRuns.getCompletedCount()) === 1, { what: 'the run' });
+    await waitFor(async () => (await countCompletedRuns(deliveries, handlerRuns)) === 1, {
+      what: 'the run',
+    });
     // The log line crosses a pipe; it may arrive a moment after Redis says the run completed.
     await waitFor(() => worker.output().includes('triage dry run: would PATCH'), {
       what: 'the log',

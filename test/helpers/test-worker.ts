@@ -13,6 +13,7 @@ import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import type { Handler } from '../../src/worker/handler.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../../src/worker/runtime.js';
+import { countCompletedRuns } from './completed-runs.js';
 import { waitFor } from './wait-for.js';
 
 export interface TestWorkerEnv {
@@ -27,7 +28,10 @@ export interface TestWorkerEnv {
     concurrency?: number;
     lockDurationMs?: number;
   }): Promise<WorkerRuntime>;
-  /** Resolves once `count` handler runs have completed (and fails at the deadline). */
+  /**
+   * Resolves once `count` handler runs have completed, on their first attempt while routing or
+   * as jobs of their own (and fails at the deadline).
+   */
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
   /** Resolves once `count` handler runs have failed for good. */
   failedRuns(count: number, timeoutMs?: number): Promise<void>;
@@ -89,7 +93,7 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
       return runtime;
     },
     async completedRuns(count, timeoutMs = 10_000) {
-      await waitFor(async () => ((await handlerRuns?.getCompletedCount()) ?? 0) >= count, {
+      await waitFor(async () => (await countCompletedRuns(producer.queue, handlerRuns)) >= count, {
         timeoutMs,
         what: `${count} completed handler runs`,
       });

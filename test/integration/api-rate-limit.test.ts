@@ -90,7 +90,25 @@ describe('the shared API rate limit', () => {
     expect(waits.filter((wait) => wait === 0)).toHaveLength(LIMIT);
     for (const wait of waits.filter((wait) => wait > 0)) {
       expect(wait).toBeGreaterThan(0);
-      expect(wait).toBeLessThanOrEqual(60_000);
+      expect(wait).toBeLessThanOrEqual(61_000);
     }
+  });
+
+  it('holds a slot a margin past the window, for the time a request takes to arrive', async () => {
+    const connection = createWorkerConnection(
+      inject('redisUrl'),
+      createLogger({ level: 'silent' }),
+    );
+    connections.push(connection);
+    const limiter = createRedisRateLimiter({
+      connection,
+      prefix: env.prefix,
+      limit: 1,
+      windowMs: 60_000,
+      marginMs: 1_000,
+    });
+    expect(await limiter.acquire()).toBe(0);
+    // The next slot frees a whole window and the margin after the first was taken.
+    expect(await limiter.acquire()).toBeGreaterThan(60_000);
   });
 });

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createApiClient } from '../../src/api/client.js';
 import { createDeadLetter } from '../../src/queue/dead-letter.js';
 import { handlerRunJobId } from '../../src/queue/handler-runs-queue.js';
+import { findRunOutcome } from '../../src/queue/run-outcome.js';
 import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
@@ -94,6 +95,41 @@ describe('the worker runtime', () => {
     await env.deliver({ id: 'fb_1' });
     await env.completedRuns(2);
     expect({ steady, flaky }).toEqual({ steady: 1, flaky: 3 });
+  });
+
+  it('makes the first attempt while routing, and queues only a run that needs another', async () => {
+    const attempts: Record<string, number[]> = { steady: [], flaky: [] };
+    const runtime = await env.startWorker({
+      handlers: [
+        defineHandler({
+          name: 'steady',
+          handle: ({ attempt }) => {
+            attempts.steady!.push(attempt);
+            return { said: 'hello' };
+          },
+        }),
+        defineHandler({
+          name: 'flaky',
+          attempts: 2,
+          backoff: fast,
+          handle: ({ attempt }) => {
+            attempts.flaky!.push(attempt);
+            if (attempt === 1) throw new Error('not yet');
+            return { said: 'at last' };
+          },
+        }),
+      ],
+    });
+    const { key } = await env.deliver({ id: 'fb_first' });
+    await env.completedRuns(2);
+    expect(attempts).toEqual({ steady: [1], flaky: [1, 2] });
+    // The succeeded first attempt has no job of its own; the retried run has one.
+    const steadyRun = handlerRunJobId(key, 'steady');
+    expect(await runtime.handlerRuns.getJob(steadyRun)).toBeUndefined();
+    const outcome = (name: string) =>
+      findRunOutcome(env.deliveries, runtime.handlerRuns, key, name);
+    expect(await outcome('steady')).toEqual({ state: 'completed', result: { said: 'hello' } });
+    expect(await outcome('flaky')).toEqual({ state: 'completed', result: { said: 'at last' } });
   });
 
   it('does not run a handler twice when the same delivery is routed again', async () => {
