@@ -3,13 +3,16 @@
  * - `http`: node:http reading the body and answering 202;
  * - `express`: a bare Express 5 route with express.raw answering 202;
  * - `naive`: the receiver most people would write first: express.raw, an HMAC check, zod, and
- *   `queue.add` on a default ioredis connection, answering 202.
- * Usage: node baseline-server.js http|express|naive <port> [<secret> <redis url>]
+ *   `queue.add` on a default ioredis connection, answering 202;
+ * - `work`: the work every receiver must do and no more: express.raw, the HMAC check, JSON.parse,
+ *   zod, and the job's JSON as a queue would write it, answering 202 without touching Redis. A
+ *   ceiling: no receiver that stores its deliveries gets above it.
+ * Usage: node baseline-server.js http|express|naive|work <port> [<secret> <redis url>]
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type RequestListener } from 'node:http';
 import { Queue } from 'bullmq';
-import express from 'express';
+import express, { type Request } from 'express';
 import { Redis } from 'ioredis';
 import { FeedbackRecordSchema } from '../src/webhooks/feedback-record.js';
 
@@ -25,27 +28,53 @@ function bareExpress(): RequestListener {
   return app;
 }
 
+function signatureMatches(req: Request): boolean {
+  const body = req.body as Buffer;
+  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
+  const given = Buffer.from(req.get('x-ybug-signature') ?? '');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
 function naiveReceiver(): RequestListener {
   const queue = new Queue('naive', {
     connection: new Redis(redisUrl, { maxRetriesPerRequest: null }),
   });
   const app = express();
   app.post(WEBHOOK_PATH, raw, async (req, res) => {
-    const body = req.body as Buffer;
-    const expected = Buffer.from(
-      `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
-    );
-    const given = Buffer.from(req.get('x-ybug-signature') ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    if (!signatureMatches(req)) {
       res.status(401).json({ error: 'invalid signature' });
       return;
     }
-    const parsed = FeedbackRecordSchema.safeParse(JSON.parse(body.toString('utf8')));
+    const parsed = FeedbackRecordSchema.safeParse(
+      JSON.parse((req.body as Buffer).toString('utf8')),
+    );
     if (!parsed.success) {
       res.status(400).json({ error: 'invalid payload' });
       return;
     }
     await queue.add('feedback.created', parsed.data, { jobId: `fb-${parsed.data.id}` });
+    res.status(202).json({ status: 'queued' });
+  });
+  return app;
+}
+
+/** Everything the naive receiver does but the queue: what a delivery costs before Redis. */
+function workAlone(): RequestListener {
+  const app = express();
+  app.post(WEBHOOK_PATH, raw, (req, res) => {
+    if (!signatureMatches(req)) {
+      res.status(401).json({ error: 'invalid signature' });
+      return;
+    }
+    const parsed = FeedbackRecordSchema.safeParse(
+      JSON.parse((req.body as Buffer).toString('utf8')),
+    );
+    if (!parsed.success) {
+      res.status(400).json({ error: 'invalid payload' });
+      return;
+    }
+    // What a queue writes for the job; the result is thrown away, the cost is the point.
+    JSON.stringify({ event: 'feedback.created', receivedAt: new Date(), record: parsed.data });
     res.status(202).json({ status: 'queued' });
   });
   return app;
@@ -59,7 +88,13 @@ const bareHttp: RequestListener = (req, res) => {
   });
 };
 
-const listener = kind === 'express' ? bareExpress() : kind === 'naive' ? naiveReceiver() : bareHttp;
+const listeners: Record<string, () => RequestListener> = {
+  http: () => bareHttp,
+  express: bareExpress,
+  naive: naiveReceiver,
+  work: workAlone,
+};
+const listener = (listeners[kind ?? ''] ?? (() => bareHttp))();
 const server = createServer(listener);
 server.listen(Number(port), '127.0.0.1');
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { startEmbeddedRedis } from '../src/cli/embedded-redis.js';
 import { benchReceiver } from './receiver-bench.js';
-import { renderReport } from './report.js';
+import { HEADLINE_CONCURRENCY, renderReport } from './report.js';
 import { benchTriage } from './triage-bench.js';
 import { benchWorker } from './worker-bench.js';
 
@@ -34,6 +34,7 @@ try {
     redis,
     redisUrl: redisServer.url,
     concurrencies: [10, 50, 200],
+    workAloneAt: HEADLINE_CONCURRENCY,
     rounds: quick ? 1 : 5,
     seconds: quick ? 2 : 5,
     warmupSeconds: quick ? 1 : 2,

@@ -1,8 +1,9 @@
 /**
  * The receiver's full path (verify, validate, dedupe, enqueue, answer), as `feedback-receiver
- * serve` runs it, against a bare Express route, a bare node:http server and a naive receiver, at several
- * concurrencies. Rounds alternate between the three, so a drift in the machine's speed touches
- * them alike; Redis is emptied before every round of the full path.
+ * serve` runs it, against a bare Express route, a bare node:http server and a naive receiver, at
+ * several concurrencies, and against the work alone (the naive receiver without Redis) at one.
+ * Rounds alternate between the targets, so a drift in the machine's speed touches them alike;
+ * Redis is emptied before every round of a target that writes to it.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -18,13 +19,21 @@ import {
   type Server,
 } from './processes.js';
 
-export const TARGETS = ['node:http', 'bare Express', 'naive receiver', 'full path'] as const;
+export const TARGETS = [
+  'node:http',
+  'bare Express',
+  'work alone',
+  'naive receiver',
+  'full path',
+] as const;
 export type Target = (typeof TARGETS)[number];
 
 export interface ReceiverBenchOptions {
   readonly redis: Redis;
   readonly redisUrl: string;
   readonly concurrencies: readonly number[];
+  /** The one concurrency at which 'work alone' is measured too (it is a ceiling, not a rival). */
+  readonly workAloneAt: number;
   readonly rounds: number;
   readonly seconds: number;
   readonly warmupSeconds: number;
@@ -91,10 +100,13 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
 
     const rounds = new Map<number, Map<Target, RoundResult[]>>();
     for (const connections of options.concurrencies) {
-      const byTarget = new Map<Target, RoundResult[]>(TARGETS.map((target) => [target, []]));
-      for (const target of TARGETS) await load(target, connections, options.warmupSeconds);
+      const targets = TARGETS.filter(
+        (target) => target !== 'work alone' || connections === options.workAloneAt,
+      );
+      const byTarget = new Map<Target, RoundResult[]>(targets.map((target) => [target, []]));
+      for (const target of targets) await load(target, connections, options.warmupSeconds);
       for (let round = 0; round < options.rounds; round += 1) {
-        for (const target of TARGETS) {
+        for (const target of targets) {
           const result = await load(target, connections, options.seconds);
           byTarget.get(target)!.push(result);
           progress(`receiver  c=${connections}  ${target.padEnd(12)} round ${round + 1}`, result);
@@ -131,6 +143,7 @@ async function startTarget(target: Target, redisUrl: string): Promise<Server> {
   const port = await freePort();
   if (target === 'node:http') return startServer([BASELINE, 'http', String(port)], port);
   if (target === 'bare Express') return startServer([BASELINE, 'express', String(port)], port);
+  if (target === 'work alone') return startServer([BASELINE, 'work', String(port), SECRET], port);
   if (target === 'naive receiver') {
     return startServer([BASELINE, 'naive', String(port), SECRET, redisUrl], port);
   }

@@ -25,7 +25,8 @@ export interface ReportInput {
 const TARGET_RECEIVER_RATIO = 0.75;
 const TARGET_P99_RATIO = 1.5;
 const TARGET_WORKER_RATIO = 0.7;
-const HEADLINE_CONCURRENCY = 50;
+/** The concurrency the ratios of issue 7 are taken at. */
+export const HEADLINE_CONCURRENCY = 50;
 
 export function renderReport(input: ReportInput): { summary: string; markdown: string } {
   const summary = [headline(input), receiverTable(input.receiver), workerTable(input.worker)]
@@ -77,6 +78,11 @@ function headline({ receiver, worker }: ReportInput): string {
     [
       'receiver: naive receiver / bare Express, req/s (for scale)',
       fixed(ratio(rps('naive receiver'), rps('bare Express'))),
+      '',
+    ],
+    [
+      'receiver: the work alone, no Redis / bare Express, req/s (a ceiling)',
+      fixed(ratio(rps('work alone'), rps('bare Express'))),
       '',
     ],
     [
@@ -164,6 +170,7 @@ function triageTable(triage: TriageBenchResult): string {
         'limit /s',
         'achieved /s',
         'busiest second',
+        'refused (429)',
         'took s',
       ],
       [
@@ -174,6 +181,7 @@ function triageTable(triage: TriageBenchResult): string {
           String(triage.limitPerSecond),
           triage.achievedPerSecond.toFixed(1),
           String(triage.busiestSecond),
+          String(triage.refused),
           triage.seconds.toFixed(1),
         ],
       ],
