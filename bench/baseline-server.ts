@@ -12,9 +12,9 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type RequestListener } from 'node:http';
 import { Queue } from 'bullmq';
-import express, { type Request } from 'express';
+import express, { type Request, type Response } from 'express';
 import { Redis } from 'ioredis';
-import { FeedbackRecordSchema } from '../src/webhooks/feedback-record.js';
+import { FeedbackRecordSchema, type FeedbackRecord } from '../src/webhooks/feedback-record.js';
 
 const [kind, port, secret = '', redisUrl = ''] = process.argv.slice(2);
 const WEBHOOK_PATH = '/webhooks/feedback';
@@ -28,11 +28,24 @@ function bareExpress(): RequestListener {
   return app;
 }
 
-function signatureMatches(req: Request): boolean {
+/**
+ * The naive receiver's checks: the HMAC, then the record through zod. Answers 401 or 400 itself
+ * and returns undefined when a check fails.
+ */
+function verifiedRecord(req: Request, res: Response): FeedbackRecord | undefined {
   const body = req.body as Buffer;
   const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
   const given = Buffer.from(req.get('x-ybug-signature') ?? '');
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    res.status(401).json({ error: 'invalid signature' });
+    return undefined;
+  }
+  const parsed = FeedbackRecordSchema.safeParse(JSON.parse(body.toString('utf8')));
+  if (!parsed.success) {
+    res.status(400).json({ error: 'invalid payload' });
+    return undefined;
+  }
+  return parsed.data;
 }
 
 function naiveReceiver(): RequestListener {
@@ -41,18 +54,9 @@ function naiveReceiver(): RequestListener {
   });
   const app = express();
   app.post(WEBHOOK_PATH, raw, async (req, res) => {
-    if (!signatureMatches(req)) {
-      res.status(401).json({ error: 'invalid signature' });
-      return;
-    }
-    const parsed = FeedbackRecordSchema.safeParse(
-      JSON.parse((req.body as Buffer).toString('utf8')),
-    );
-    if (!parsed.success) {
-      res.status(400).json({ error: 'invalid payload' });
-      return;
-    }
-    await queue.add('feedback.created', parsed.data, { jobId: `fb-${parsed.data.id}` });
+    const record = verifiedRecord(req, res);
+    if (!record) return;
+    await queue.add('feedback.created', record, { jobId: `fb-${record.id}` });
     res.status(202).json({ status: 'queued' });
   });
   return app;
@@ -62,19 +66,10 @@ function naiveReceiver(): RequestListener {
 function workAlone(): RequestListener {
   const app = express();
   app.post(WEBHOOK_PATH, raw, (req, res) => {
-    if (!signatureMatches(req)) {
-      res.status(401).json({ error: 'invalid signature' });
-      return;
-    }
-    const parsed = FeedbackRecordSchema.safeParse(
-      JSON.parse((req.body as Buffer).toString('utf8')),
-    );
-    if (!parsed.success) {
-      res.status(400).json({ error: 'invalid payload' });
-      return;
-    }
+    const record = verifiedRecord(req, res);
+    if (!record) return;
     // What a queue writes for the job; the result is thrown away, the cost is the point.
-    JSON.stringify({ event: 'feedback.created', receivedAt: new Date(), record: parsed.data });
+    JSON.stringify({ event: 'feedback.created', receivedAt: new Date(), record });
     res.status(202).json({ status: 'queued' });
   });
   return app;
