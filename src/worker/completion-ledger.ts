@@ -2,7 +2,11 @@
  * Remembers handler runs that succeeded, so that they are not run again.
  *
  * A run made while routing (the first attempt) has no job of its own: its success is written as a
- * marker with the deduplication TTL, checked before any such run.
+ * marker with the deduplication TTL, checked by a routing job that starts again (after a crash, a
+ * completion Redis never got, or a retry). The markers of all runs that succeed within a short
+ * window go out together, in one write, after the runs' jobs have moved on: a round trip per run
+ * on the job's path cost a third of the worker's throughput. Until its marker is in Redis, a
+ * success is held in memory, which the same check reads.
  *
  * A queued run's success is recorded by BullMQ's completion of its job, with one command after
  * the handler returns. When Redis is away at that moment, the command waits for it; if Redis is
@@ -16,16 +20,19 @@ import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 
 export interface CompletionLedger {
-  /** The handler of this run returned. */
+  /** The handler of this run, which has a job of its own, returned. */
   succeeded(jobId: string): void;
-  /** The handler of this run, which has no job, returned: its marker is written now. */
-  record(jobId: string): Promise<void>;
+  /** The handler of this run, which has no job, returned: its marker is written soon. */
+  record(jobId: string): void;
   /** BullMQ recorded the run as completed. */
   confirmed(jobId: string): void;
   /** Whether this run's handler is known to have succeeded already, or any of `orKeys` exists. */
   has(jobId: string, orKeys?: readonly string[]): Promise<boolean>;
-  /** Stops listening to the connection. */
-  close(): void;
+  /**
+   * Stops listening to the connection and writes the markers still held, waiting for Redis up
+   * to `CLOSE_WAIT_MS`: a shutdown does not hang on a Redis that is away.
+   */
+  close(): Promise<void>;
 }
 
 export interface CompletionLedgerOptions {
@@ -35,51 +42,93 @@ export interface CompletionLedgerOptions {
   /** How long a marker is kept: as long as a delivery is remembered. */
   readonly ttlSeconds: number;
   readonly logger: Logger;
+  /** How long a recorded run waits for others to share its write. Default: 20. */
+  readonly batchMs?: number;
 }
+
+/** The key of the marker that says a run's handler succeeded. */
+export function succeededMarkerKey(prefix: string, jobId: string): string {
+  return `${prefix}:handler-runs:succeeded:${jobId}`;
+}
+
+/** How long closing waits for the last markers to be written. */
+export const CLOSE_WAIT_MS = 2_000;
 
 export function createCompletionLedger({
   connection,
   prefix,
   ttlSeconds,
   logger,
+  batchMs = 20,
 }: CompletionLedgerOptions): CompletionLedger {
+  /** Runs with a job, whose completion BullMQ has not confirmed. */
   const unconfirmed = new Set<string>();
-  const markerKey = (jobId: string) => `${prefix}:handler-runs:succeeded:${jobId}`;
+  /** Runs without a job, whose marker Redis does not hold yet. */
+  const unwritten = new Set<string>();
+  const markerKey = (jobId: string) => succeededMarkerKey(prefix, jobId);
 
-  const writeMarkers = async () => {
-    const jobIds = [...unconfirmed];
+  /** Writes markers in one pipeline; on success forgets them from `held`. */
+  const writeMarkers = async (held: Set<string>) => {
+    const jobIds = [...held];
     if (jobIds.length === 0) return;
-    try {
-      const pipeline = connection.pipeline();
-      for (const jobId of jobIds) pipeline.set(markerKey(jobId), '1', 'EX', ttlSeconds);
-      const failed = (await pipeline.exec())?.find(([error]) => error);
-      if (failed) throw failed[0];
-      // Redis holds them now; memory keeps only what it does not.
-      for (const jobId of jobIds) unconfirmed.delete(jobId);
-      logger.info(
-        { runs: jobIds.length },
-        'recorded handler runs that completed while Redis was away',
-      );
-    } catch (error) {
-      // Still held in memory; the next reconnection tries again.
-      logger.warn({ error: (error as Error).message }, 'could not record completed handler runs');
-    }
+    const pipeline = connection.pipeline();
+    for (const jobId of jobIds) pipeline.set(markerKey(jobId), '1', 'EX', ttlSeconds);
+    const failed = (await pipeline.exec())?.find(([error]) => error);
+    if (failed) throw failed[0];
+    // Redis holds them now; memory keeps only what it does not.
+    for (const jobId of jobIds) held.delete(jobId);
   };
-  const onReady = () => void writeMarkers();
+
+  let batch: Promise<void> | undefined;
+  const writeBatch = () => {
+    batch ??= new Promise<void>((resolve) => setTimeout(resolve, batchMs)).then(async () => {
+      batch = undefined;
+      // The worker's connection waits for Redis rather than failing; an error here is Redis
+      // refusing the write, and the markers stay held for the next batch or reconnection.
+      await writeMarkers(unwritten).catch((error: Error) =>
+        logger.warn({ error: error.message }, 'could not record completed handler runs'),
+      );
+    });
+    return batch;
+  };
+
+  const onReady = () => {
+    const backlog = unconfirmed.size;
+    if (unwritten.size > 0) void writeBatch();
+    writeMarkers(unconfirmed).then(
+      () => {
+        if (backlog > 0) {
+          logger.info(
+            { runs: backlog },
+            'recorded handler runs that completed while Redis was away',
+          );
+        }
+      },
+      // Still held in memory; the next reconnection tries again.
+      (error: Error) =>
+        logger.warn({ error: error.message }, 'could not record completed handler runs'),
+    );
+  };
   connection.on('ready', onReady);
 
   return {
     succeeded: (jobId) => void unconfirmed.add(jobId),
     confirmed: (jobId) => void unconfirmed.delete(jobId),
-    async record(jobId) {
-      // Held in memory too, until Redis has it: should Redis be away, the routing job that made
-      // this run is re-run later, and must find it.
-      unconfirmed.add(jobId);
-      await connection.set(markerKey(jobId), '1', 'EX', ttlSeconds);
-      unconfirmed.delete(jobId);
+    record(jobId) {
+      unwritten.add(jobId);
+      void writeBatch();
     },
     has: async (jobId, orKeys = []) =>
-      unconfirmed.has(jobId) || (await connection.exists(markerKey(jobId), ...orKeys)) > 0,
-    close: () => void connection.off('ready', onReady),
+      unconfirmed.has(jobId) ||
+      unwritten.has(jobId) ||
+      (await connection.exists(markerKey(jobId), ...orKeys)) > 0,
+    async close() {
+      connection.off('ready', onReady);
+      if (unwritten.size === 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
+      await Promise.race([writeBatch(), waited]);
+      clearTimeout(timer);
+    },
   };
 }

@@ -209,11 +209,22 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
    * need no job of their own, which halves the queue work per delivery. A run that does not
    * succeed is queued as a `handler-runs` job, which takes it from there (retries, the rate
    * limit's delay, the dead letter). A run that succeeded, or was queued, is never made again.
+   *
+   * What that costs the job in Redis: nothing beyond its own completion. Successes are written
+   * as markers in batches, off the job's path (see completion-ledger), and only a job that
+   * started before (after a crash, a completion Redis never got, or a retry) looks up what its
+   * earlier start did: a job starting for the first time has no earlier start to find.
    */
-  const runFirstAttempt = async (delivery: Delivery, handler: Handler): Promise<RunSummary> => {
+  const runFirstAttempt = async (
+    delivery: Delivery,
+    handler: Handler,
+    startedBefore: boolean,
+  ): Promise<RunSummary> => {
     const runId = handlerRunJobId(delivery.key, handler.name);
-    if (await completions.has(runId, [handlerRunQueuedKey(handlerRuns, runId)])) {
-      // The routing job runs again (after a crash, or a completion Redis never got).
+    if (
+      startedBefore &&
+      (await completions.has(runId, [handlerRunQueuedKey(handlerRuns, runId)]))
+    ) {
       logger.info(
         { deliveryKey: delivery.key, handler: handler.name },
         'handler run completed or queued before; not run again',
@@ -223,7 +234,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     const log = logger.child({ deliveryKey: delivery.key, handler: handler.name, attempt: 1 });
     const outcome = await attemptRun(handler, delivery, 1, handler.attempts, log);
     if (outcome.kind === 'completed') {
-      await completions.record(runId);
+      completions.record(runId);
       return { outcome: 'completed', result: outcome.result };
     }
     await queueRuns(delivery, [handOver(handler, outcome)]);
@@ -235,15 +246,23 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     const routes = route(handlers, delivery);
     const broken = routes.filter((entry) => entry.whereError !== undefined);
     if (broken.length > 0) await queueRuns(delivery, broken);
+    const startedBefore = job.attemptsStarted > 1;
     const summaries = await Promise.all(
       routes
         .filter((entry) => entry.whereError === undefined)
-        .map(async ({ handler }) => [handler.name, await runFirstAttempt(delivery, handler)]),
+        .map(async ({ handler }) => [
+          handler.name,
+          await runFirstAttempt(delivery, handler, startedBefore),
+        ]),
     );
     const runs: Record<string, RunSummary> = Object.fromEntries(summaries);
     for (const { handler } of broken) runs[handler.name] = { outcome: 'queued' };
     const names = routes.map((entry) => entry.handler.name);
-    logger.info({ deliveryKey: delivery.key, handlers: names }, 'delivery routed');
+    // Each run logs its own line with the delivery's key; a delivery no handler took says so.
+    logger[names.length === 0 ? 'info' : 'debug'](
+      { deliveryKey: delivery.key, handlers: names },
+      'delivery routed',
+    );
     return { handlers: names, runs };
   };
 
@@ -313,7 +332,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         await graceful;
       }
       clearTimeout(timer);
-      completions.close();
+      await completions.close();
       await handlerRuns.close();
     })();
     return closing;

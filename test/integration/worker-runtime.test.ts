@@ -1,10 +1,13 @@
 import { UnrecoverableError } from 'bullmq';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
 import { createDeadLetter } from '../../src/queue/dead-letter.js';
 import { handlerRunJobId } from '../../src/queue/handler-runs-queue.js';
 import { findRunOutcome } from '../../src/queue/run-outcome.js';
 import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
+import { succeededMarkerKey } from '../../src/worker/completion-ledger.js';
+import type { RoutingResult } from '../../src/worker/runtime.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
 import {
@@ -132,16 +135,38 @@ describe('the worker runtime', () => {
     expect(await outcome('flaky')).toEqual({ state: 'completed', result: { said: 'at last' } });
   });
 
-  it('does not run a handler twice when the same delivery is routed again', async () => {
+  it('records a success made while routing in Redis soon, while the worker runs on', async () => {
+    await env.startWorker({ handlers: [defineHandler({ name: 'noted', handle: () => null })] });
+    const { key } = await env.deliver({ id: 'fb_noted' });
+    const marker = succeededMarkerKey(env.prefix, handlerRunJobId(key, 'noted'));
+    const redis = new Redis(inject('redisUrl'));
+    try {
+      await waitFor(async () => (await redis.exists(marker)) === 1, { what: 'the marker' });
+      expect(await redis.ttl(marker)).toBeGreaterThan(3500);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('does not run a handler twice when its delivery is routed again', async () => {
     let runs = 0;
-    await env.startWorker({
-      handlers: [defineHandler({ name: 'once', handle: () => void (runs += 1) })],
-    });
-    const delivery = await env.deliver({ id: 'fb_again' });
+    const handlers = [defineHandler({ name: 'once', handle: () => void (runs += 1) })];
+    const first = await env.startWorker({ handlers });
+    await env.deliver({ id: 'fb_again' });
     await env.completedRuns(1);
-    // As after a crash of the router between adding the runs and finishing its job, or a replay.
-    await env.deliveries.add('feedback.created', delivery, { jobId: 'replayed-routing' });
-    await waitFor(async () => (await env.deliveries.getCompletedCount()) >= 2, { what: 'routing' });
+    // Another worker process, which remembers nothing of the first: only Redis can tell it.
+    await first.close();
+    await env.startWorker({ handlers });
+    // The same routing job starts again, as after a crash before its completion, or a retry.
+    const [routed] = await env.deliveries.getCompleted();
+    await routed!.retry('completed');
+    await waitFor(
+      async () => {
+        const job = await env.deliveries.getJob(routed!.id!);
+        return (job?.returnvalue as RoutingResult | null)?.runs['once']?.outcome === 'done before';
+      },
+      { what: 'the routing job run again' },
+    );
     expect(runs).toBe(1);
   });
 
