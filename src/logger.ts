@@ -3,30 +3,62 @@ import type { LogLevel } from './config.js';
 
 export type { Logger };
 
+const CENSOR = '[redacted]';
+
 /**
- * Paths pino censors wherever they appear in a log object. Secrets, tokens and signatures are
- * also kept out of log calls in the first place; this is the net under that rule.
+ * Keys whose values never reach a log line, whatever object they sit in (compared in lower case,
+ * as HTTP header names are). Secrets, tokens and signatures are also kept out of log calls in the
+ * first place; this is the net under that rule.
  */
-export const REDACTED_PATHS = [
+export const REDACTED_KEYS: ReadonlySet<string> = new Set([
   'secret',
   'secrets',
   'token',
   'authorization',
-  '*.secret',
-  '*.secrets',
-  '*.token',
-  '*.authorization',
-  'headers.authorization',
-  'headers.cookie',
-  'headers["x-ybug-signature"]',
-  'headers["webhook-signature"]',
-  'headers["svix-signature"]',
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["x-ybug-signature"]',
-  'req.headers["webhook-signature"]',
-  'req.headers["svix-signature"]',
-];
+  'cookie',
+  'x-ybug-signature',
+  'webhook-signature',
+  'svix-signature',
+]);
+
+/** How deep the net reaches into a logged object (`req.headers.authorization` is depth 2). */
+const REDACTED_DEPTH = 4;
+
+/**
+ * The logged object with every redacted key's value censored, at any depth up to
+ * REDACTED_DEPTH; copied only where something is censored, so the caller's object is untouched
+ * and a line with nothing to censor costs one pass over its keys. (pino's own `redact` with
+ * wildcard paths, which this replaces, re-parsed every path for every value of every line: a
+ * tenth of the worker's time per delivery.)
+ */
+export function censorSecrets<T extends object>(value: T, depth = 0): T {
+  const fields = value as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const key of Object.keys(fields)) {
+    const field = fields[key];
+    let censored = field;
+    if (REDACTED_KEYS.has(key.toLowerCase())) {
+      censored = CENSOR;
+    } else if (depth < REDACTED_DEPTH && isPlainData(field)) {
+      censored = censorSecrets(field, depth + 1);
+    }
+    if (censored !== field) {
+      copy ??= Array.isArray(value)
+        ? ([...value] as unknown as Record<string, unknown>)
+        : { ...fields };
+      copy[key] = censored;
+    }
+  }
+  return (copy ?? value) as T;
+}
+
+/** Objects and arrays as data; not errors, buffers or class instances, which have serializers. */
+function isPlainData(value: unknown): value is object {
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return true;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
 
 export interface LoggerOptions {
   readonly level: LogLevel;
@@ -40,7 +72,10 @@ export function createLogger({ level, destination, pretty = false }: LoggerOptio
   const options: pino.LoggerOptions = {
     level,
     base: { service: 'feedback-receiver' },
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    formatters: { log: (object) => censorSecrets(object) },
+    // Child loggers' bindings do not pass through `formatters.log`: pino censors these keys of
+    // theirs (top-level paths only, which cost nothing for the other keys).
+    redact: { paths: [...REDACTED_KEYS].map((key) => `["${key}"]`), censor: CENSOR },
     ...(pretty && !destination ? { transport: { target: 'pino-pretty' } } : {}),
   };
   return destination ? pino(options, destination) : pino(options);

@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { censorSecrets, createLogger } from '../../src/logger.js';
+
+function capture() {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: 'info',
+    destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+  });
+  return { logger, lines };
+}
+
+describe('the logger', () => {
+  it('censors secrets, tokens and signatures wherever they sit in a logged object', () => {
+    const { logger, lines } = capture();
+    logger.info(
+      {
+        token: 'leak-1',
+        headers: {
+          authorization: 'Bearer leak-2',
+          'X-Ybug-Signature': 'sha256=leak-3',
+          accept: '*/*',
+        },
+        req: { headers: { cookie: 'c=leak-4', 'webhook-signature': 'v1,leak-5' } },
+        config: { webhook: { secrets: ['leak-6', 'leak-7'] } },
+        attempts: [{ secret: 'leak-8' }],
+      },
+      'line',
+    );
+    expect(lines[0]).toMatchObject({
+      token: '[redacted]',
+      headers: { authorization: '[redacted]', 'X-Ybug-Signature': '[redacted]', accept: '*/*' },
+      req: { headers: { cookie: '[redacted]', 'webhook-signature': '[redacted]' } },
+      config: { webhook: { secrets: '[redacted]' } },
+      attempts: [{ secret: '[redacted]' }],
+      msg: 'line',
+    });
+    expect(JSON.stringify(lines)).not.toContain('leak');
+  });
+
+  it("censors a child logger's bindings", () => {
+    const { logger, lines } = capture();
+    logger.child({ token: 'leak-1', handler: 'triage' }).info('line');
+    expect(lines[0]).toMatchObject({ token: '[redacted]', handler: 'triage' });
+  });
+
+  it('leaves the logged object as the caller made it', () => {
+    const logged = { headers: { authorization: 'Bearer tok' }, outcome: 'queued' };
+    const censored = censorSecrets(logged);
+    expect(censored).toEqual({ headers: { authorization: '[redacted]' }, outcome: 'queued' });
+    expect(logged).toEqual({ headers: { authorization: 'Bearer tok' }, outcome: 'queued' });
+  });
+
+  it('hands back an object with nothing to censor as it is', () => {
+    const logged = { outcome: 'completed', ms: 3, handlers: ['triage'] };
+    expect(censorSecrets(logged)).toBe(logged);
+  });
+});
