@@ -32,11 +32,18 @@ export interface WorkerBenchOptions {
 export type WorkerBenchResult = Map<number, Map<WorkerTarget, number[]>>;
 
 const PREFIX = 'bench-worker';
+const WARMUP_JOBS = 2_000;
 
 export async function benchWorker(options: WorkerBenchOptions): Promise<WorkerBenchResult> {
   const result: WorkerBenchResult = new Map();
   for (const concurrency of options.concurrencies) {
     const byTarget = new Map<WorkerTarget, number[]>(WORKER_TARGETS.map((target) => [target, []]));
+    // A warm-up round, not counted: the first round of a process runs on code not yet optimised.
+    for (const target of WORKER_TARGETS) {
+      await options.redis.flushall();
+      const warmup = { ...options, jobs: Math.min(options.jobs, WARMUP_JOBS) };
+      await drain(target, await fill(target, warmup), concurrency, warmup);
+    }
     for (let round = 0; round < options.rounds; round += 1) {
       for (const target of WORKER_TARGETS) {
         await options.redis.flushall();

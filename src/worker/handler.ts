@@ -16,6 +16,11 @@ export interface DeliveryInfo {
   readonly receivedAt: string;
 }
 
+/**
+ * What a handler's `handle` is given. `api`, `logger` and `signal` are made when first read, so a
+ * run pays only for what it uses: read them from the context or destructure it, as the examples
+ * do; a spread copy (`{ ...context }`) leaves them out.
+ */
 export interface HandlerContext {
   /** The feedback record the delivery carries, validated. */
   readonly record: FeedbackRecord;

@@ -34,6 +34,7 @@ import {
 import type { Delivery } from '../webhooks/delivery.js';
 import type { Handler } from './handler.js';
 import { createCompletionLedger } from './completion-ledger.js';
+import { RunContext } from './run-context.js';
 import { route } from './routing.js';
 
 export interface WorkerRuntimeOptions {
@@ -118,7 +119,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const handlerRuns = createHandlerRunsQueue(connection, prefix);
   handlerRuns.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
-  const runsInFlight = new Set<AbortController>();
+  const runsInFlight = new Set<RunContext>();
   const completions = createCompletionLedger({
     connection,
     prefix,
@@ -149,10 +150,12 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     delivery: Delivery,
     attempt: number,
     attempts: number,
-    log: Logger,
   ): Promise<AttemptOutcome> => {
-    const controller = new AbortController();
-    runsInFlight.add(controller);
+    const bindings = { deliveryKey: delivery.key, handler: handler.name, attempt };
+    const run = new RunContext(delivery, bindings, { api, logger });
+    runsInFlight.add(run);
+    // The run's own lines carry its bindings as its logger's would, without making one.
+    const log = (fields: object) => ({ ...bindings, ...fields });
     const started = performance.now();
     const ms = () => Math.round(performance.now() - started);
     const count = (outcome: string) => {
@@ -161,46 +164,58 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       options.metrics?.handlerRunDuration.observe(labels, (performance.now() - started) / 1000);
     };
     try {
-      const result = await handler.handle({
-        record: delivery.record,
-        delivery: { key: delivery.key, event: delivery.event, receivedAt: delivery.receivedAt },
-        api: api.withContext({ logger: log, signal: controller.signal }),
-        logger: log,
-        attempt,
-        signal: controller.signal,
-      });
-      log.info({ outcome: 'completed', ms: ms() }, 'handler run');
+      const result = await handler.handle(run);
+      // Written out rather than through log(): this is the line of nearly every run.
+      logger.info(
+        {
+          deliveryKey: delivery.key,
+          handler: handler.name,
+          attempt,
+          outcome: 'completed',
+          ms: ms(),
+        },
+        'handler run',
+      );
       count('completed');
       return { kind: 'completed', result: result ?? null };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      if (shuttingDown && controller.signal.aborted) {
-        log.warn({ outcome: 'interrupted', ms: ms() }, 'handler run interrupted by shutdown');
+      if (shuttingDown && RunContext.aborted(run)) {
+        logger.warn(
+          log({ outcome: 'interrupted', ms: ms() }),
+          'handler run interrupted by shutdown',
+        );
         count('interrupted');
         return { kind: 'interrupted' };
       }
       if (isApiRateLimitedError(error)) {
         // Not the handler's fault: try again once the limit allows, without spending an attempt.
         const delayMs = error.retryAfterMs + Math.floor(Math.random() * 1_000);
-        log.info({ outcome: 'delayed', delayMs, source: error.source }, 'handler run rate limited');
+        logger.info(
+          log({ outcome: 'delayed', delayMs, source: error.source }),
+          'handler run rate limited',
+        );
         count('delayed');
         return { kind: 'delayed', delayMs };
       }
       if (error instanceof UnrecoverableError || isFinalApiError(error)) {
-        log.error({ outcome: 'failed', ms: ms(), error: message }, 'handler run failed for good');
+        logger.error(
+          log({ outcome: 'failed', ms: ms(), error: message }),
+          'handler run failed for good',
+        );
         count('failed');
         const final = error instanceof UnrecoverableError ? error : new UnrecoverableError(message);
         return { kind: 'failed', error: final, final: true };
       }
       const retries = attempt < attempts;
       count(retries ? 'retrying' : 'failed');
-      log.warn(
-        { outcome: retries ? 'retrying' : 'failed', ms: ms(), error: message },
+      logger.warn(
+        log({ outcome: retries ? 'retrying' : 'failed', ms: ms(), error: message }),
         retries ? 'handler run failed; will retry' : 'handler run failed; attempts used up',
       );
       return { kind: 'failed', error, final: !retries };
     } finally {
-      runsInFlight.delete(controller);
+      runsInFlight.delete(run);
     }
   };
 
@@ -231,8 +246,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       );
       return { outcome: 'done before' };
     }
-    const log = logger.child({ deliveryKey: delivery.key, handler: handler.name, attempt: 1 });
-    const outcome = await attemptRun(handler, delivery, 1, handler.attempts, log);
+    const outcome = await attemptRun(handler, delivery, 1, handler.attempts);
     if (outcome.kind === 'completed') {
       completions.record(runId);
       return { outcome: 'completed', result: outcome.result };
@@ -292,7 +306,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     }
 
     const attempts = attemptsBefore + (job.opts.attempts ?? 1);
-    const outcome = await attemptRun(handler, delivery, attempt, attempts, log);
+    const outcome = await attemptRun(handler, delivery, attempt, attempts);
     switch (outcome.kind) {
       case 'completed':
         completions.succeeded(job.id!);
@@ -328,7 +342,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       });
       if ((await Promise.race([graceful, timedOut])) === 'timeout') {
         logger.warn({ running: runsInFlight.size }, 'shutdown timeout: aborting running handlers');
-        for (const controller of runsInFlight) controller.abort(new Error('worker shutting down'));
+        for (const run of runsInFlight) RunContext.abort(run, new Error('worker shutting down'));
         await graceful;
       }
       clearTimeout(timer);
