@@ -43,7 +43,7 @@ try {
     redis,
     redisUrl: redisServer.url,
     concurrencies: [1, 10, 50],
-    rounds: quick ? 1 : 3,
+    rounds: quick ? 1 : 5,
     // Enough that a round lasts a second or more at concurrency 50, so its start and its
     // ramp-up weigh little against the steady rate a running worker sustains.
     jobs: quick ? 500 : 10_000,
