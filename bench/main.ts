@@ -36,6 +36,7 @@ try {
     concurrencies: [10, 50, 200],
     workAloneAt: HEADLINE_CONCURRENCY,
     rounds: quick ? 1 : 5,
+    otherRounds: quick ? 1 : 3,
     seconds: quick ? 2 : 5,
     warmupSeconds: quick ? 1 : 2,
   });

@@ -34,7 +34,10 @@ export interface ReceiverBenchOptions {
   readonly concurrencies: readonly number[];
   /** The one concurrency at which 'work alone' is measured too (it is a ceiling, not a rival). */
   readonly workAloneAt: number;
+  /** Rounds at `workAloneAt`, the headline concurrency. */
   readonly rounds: number;
+  /** Rounds at the other concurrencies, which set the scene: fewer, to keep the run short. */
+  readonly otherRounds: number;
   readonly seconds: number;
   readonly warmupSeconds: number;
 }
@@ -105,7 +108,8 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
       );
       const byTarget = new Map<Target, RoundResult[]>(targets.map((target) => [target, []]));
       for (const target of targets) await load(target, connections, options.warmupSeconds);
-      for (let round = 0; round < options.rounds; round += 1) {
+      const roundsHere = connections === options.workAloneAt ? options.rounds : options.otherRounds;
+      for (let round = 0; round < roundsHere; round += 1) {
         for (const target of targets) {
           const result = await load(target, connections, options.seconds);
           byTarget.get(target)!.push(result);
