@@ -11,6 +11,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
+import { format, resolveConfig } from 'prettier';
 import { startEmbeddedRedis } from '../src/cli/embedded-redis.js';
 import { benchReceiver } from './receiver-bench.js';
 import { HEADLINE_CONCURRENCY, renderReport } from './report.js';
@@ -66,7 +67,12 @@ try {
     triage,
   });
   process.stdout.write(`\n${report.summary}\n`);
-  await writeFile(values.out, report.markdown);
+  // Formatted as the repository's own files are, so a committed report passes `npm run lint`.
+  const markdown = await format(report.markdown, {
+    ...(await resolveConfig(values.out)),
+    filepath: values.out,
+  });
+  await writeFile(values.out, markdown);
   process.stdout.write(`\nwritten to ${values.out}\n`);
 } finally {
   redis.disconnect();
