@@ -70,7 +70,7 @@ try {
   // Formatted as the repository's own files are, so a committed report passes `npm run lint`.
   const markdown = await format(report.markdown, {
     ...(await resolveConfig(values.out)),
-    filepath: values.out,
+    parser: 'markdown',
   });
   await writeFile(values.out, markdown);
   process.stdout.write(`\nwritten to ${values.out}\n`);
