@@ -39,7 +39,7 @@ export async function benchWorker(options: WorkerBenchOptions): Promise<WorkerBe
   for (const concurrency of options.concurrencies) {
     const byTarget = new Map<WorkerTarget, number[]>(WORKER_TARGETS.map((target) => [target, []]));
     // One at a time drains several times slower: fewer jobs keep its rounds as long as the others'.
-    const atThis = {
+    const perRound = {
       ...options,
       jobs: concurrency === 1 ? Math.ceil(options.jobs / 5) : options.jobs,
     };
@@ -52,8 +52,8 @@ export async function benchWorker(options: WorkerBenchOptions): Promise<WorkerBe
     for (let round = 0; round < options.rounds; round += 1) {
       for (const target of WORKER_TARGETS) {
         await options.redis.flushall();
-        const deliveries = await fill(target, atThis);
-        const perSecond = await drain(target, deliveries, concurrency, atThis);
+        const deliveries = await fill(target, perRound);
+        const perSecond = await drain(target, deliveries, concurrency, perRound);
         byTarget.get(target)!.push(perSecond);
         process.stderr.write(
           `worker    c=${concurrency}  ${target.padEnd(12)} round ${round + 1}: ${Math.round(perSecond)} deliveries/s\n`,
