@@ -16,6 +16,7 @@
  * back is written as a marker, and a run that was started before without an outcome checks the
  * marker (and the memory) first. Normal queued runs pay nothing: no command, no round trip.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 
@@ -81,7 +82,7 @@ export function createCompletionLedger({
 
   let batch: Promise<void> | undefined;
   const writeBatch = () => {
-    batch ??= new Promise<void>((resolve) => setTimeout(resolve, batchMs)).then(async () => {
+    batch ??= sleep(batchMs).then(async () => {
       batch = undefined;
       // The worker's connection waits for Redis rather than failing; an error here is Redis
       // refusing the write, and the markers stay held for the next batch or reconnection.
@@ -125,10 +126,8 @@ export function createCompletionLedger({
     async close() {
       connection.off('ready', onReady);
       if (unwritten.size === 0) return;
-      let timer: NodeJS.Timeout | undefined;
-      const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
-      await Promise.race([writeBatch(), waited]);
-      clearTimeout(timer);
+      // The bound's timer does not keep the process alive once the batch is written.
+      await Promise.race([writeBatch(), sleep(CLOSE_WAIT_MS, undefined, { ref: false })]);
     },
   };
 }
