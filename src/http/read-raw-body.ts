@@ -5,6 +5,7 @@
  * the receiver read more than that.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 
 export class BodyTooLargeError extends Error {
   override readonly name = 'BodyTooLargeError';
@@ -75,13 +76,21 @@ export function discardRestOfBody(
   limit = DISCARD_LIMIT,
 ): void {
   res.setHeader('Connection', 'keep-alive');
+  throwAwayIncoming(req, () => req.socket.destroy(), limit);
+}
+
+/** Reads and throws away what `stream` still delivers; past `limit`, calls `giveUp`. */
+export function throwAwayIncoming(
+  stream: Readable,
+  giveUp: () => void,
+  limit = DISCARD_LIMIT,
+): void {
   let discarded = 0;
-  const giveUp = () => req.socket.destroy();
   const timer = setTimeout(giveUp, limit.ms).unref();
-  req.on('data', (chunk: Buffer) => {
+  stream.on('data', (chunk: Buffer) => {
     discarded += chunk.length;
     if (discarded > limit.bytes) giveUp();
   });
-  req.once('close', () => clearTimeout(timer));
-  req.resume();
+  stream.once('close', () => clearTimeout(timer));
+  stream.resume();
 }
