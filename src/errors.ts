@@ -39,3 +39,26 @@ export function problem(code: ErrorCode, detail: string): Problem {
 export function problemType(code: ErrorCode): string {
   return `urn:feedback-receiver:error:${code.toLowerCase().replaceAll('_', '-')}`;
 }
+
+const QUEUE_UNAVAILABLE = Symbol.for('feedback-receiver.QueueUnavailableError');
+
+/**
+ * Redis could not take a write: no connection, no answer in time, or a Redis that refuses writes
+ * (a replica, a full disk, out of memory, still loading). The sender should retry later; any
+ * other error while storing is a bug, not an outage.
+ */
+export class QueueUnavailableError extends Error {
+  override readonly name = 'QueueUnavailableError';
+  readonly [QUEUE_UNAVAILABLE] = true;
+
+  constructor(cause: unknown) {
+    super(`the queue is unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+    });
+  }
+}
+
+/** True for a QueueUnavailableError, even from another copy of this package. */
+export function isQueueUnavailableError(error: unknown): error is QueueUnavailableError {
+  return error instanceof Error && QUEUE_UNAVAILABLE in error;
+}

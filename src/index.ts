@@ -63,7 +63,7 @@ export {
 export {
   FEEDBACK_CREATED,
   interpretPayload,
-  jobIdFor,
+  deduplicationIdFor,
   type Delivery,
   type Interpretation,
 } from './webhooks/delivery.js';
@@ -114,12 +114,16 @@ export {
 } from './worker-process.js';
 export {
   startWorkerRuntime,
-  type RoutingResult,
-  type RunSummary,
   type WorkerRuntime,
   type WorkerRuntimeOptions,
 } from './worker/runtime.js';
-export { findRunOutcome, type RunOutcome } from './queue/run-outcome.js';
+export {
+  findRunOutcome,
+  type RoutingResult,
+  type RunOutcome,
+  type RunSummary,
+} from './worker/runs.js';
+export { decideRun, retryDelayMs, type RunDecision } from './worker/run-policy.js';
 export { createDeadLetter, type DeadLetter, type DeadLetterEntry } from './queue/dead-letter.js';
 export {
   createHandlerRunsQueue,

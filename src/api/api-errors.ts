@@ -62,6 +62,17 @@ export class ApiNotFoundError extends ApiError {
   }
 }
 
+/** 409: the request conflicts with what the service holds (a duplicate, say). Not retried. */
+export class ApiConflictError extends ApiError {
+  override readonly name = 'ApiConflictError';
+  constructor(details: ApiErrorDetails) {
+    super(
+      `The feedback API refused ${details.method} ${details.url} as a conflict (409): ${describeBody(details.body)}`,
+      details,
+    );
+  }
+}
+
 /** 400 or 422: the service refused what was sent. */
 export class ApiValidationError extends ApiError {
   override readonly name = 'ApiValidationError';
@@ -151,9 +162,9 @@ export function isApiRateLimitedError(error: unknown): error is ApiRateLimitedEr
 }
 
 /** Statuses that retrying the same request cannot fix. */
-const FINAL_STATUSES = new Set([400, 401, 403, 404, 422]);
+const FINAL_STATUSES = new Set([400, 401, 403, 404, 409, 422]);
 
-/** True for an API failure that retrying cannot fix: 400, 401, 403, 404, 422, or no configuration. */
+/** True for an API failure that retrying cannot fix: 400, 401, 403, 404, 409, 422, or no configuration. */
 export function isFinalApiError(error: unknown): error is ApiError {
   return (
     isApiError(error) &&

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logger.js';
 import { FeedbackRecordSchema, type FeedbackRecord } from '../webhooks/feedback-record.js';
 import {
+  ApiConflictError,
   ApiForbiddenError,
   ApiNetworkError,
   ApiNotConfiguredError,
@@ -157,6 +158,8 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         throw new ApiForbiddenError(details);
       case 404:
         throw new ApiNotFoundError(details);
+      case 409:
+        throw new ApiConflictError(details);
       case 429:
         throw new ApiRateLimitedError({
           ...details,

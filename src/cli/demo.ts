@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiClient } from '../api/client.js';
 import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
-import { findRunOutcome } from '../queue/run-outcome.js';
+import { findRunOutcome } from '../worker/runs.js';
 import { startReceiver } from '../receiver.js';
 import { SANDBOX_TOKEN } from '../sandbox/seed.js';
 import { startSandbox } from '../sandbox/server.js';

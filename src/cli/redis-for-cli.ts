@@ -24,7 +24,7 @@ export async function withQueues<T>(
       throw new Error(`cannot reach Redis at ${config.redisUrl}`);
     });
     return await use({
-      deadLetter: createDeadLetter(handlerRuns),
+      deadLetter: createDeadLetter(handlerRuns, deliveries.queue),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
       deliveries,
     });

@@ -5,7 +5,7 @@
  * hot path, and everything that can be prepared once is prepared when the router is built.
  */
 import express, { type Request, type Response, type Router } from 'express';
-import type { ErrorCode } from '../errors.js';
+import { isQueueUnavailableError, type ErrorCode } from '../errors.js';
 import type { InvalidPayloadMode } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -181,10 +181,19 @@ export function createWebhookRouter(
       }
     } catch (error) {
       // Nothing was stored, so nothing may be acknowledged: the sender retries later.
-      logger.error({ error: describeError(error) }, 'delivery not stored: redis unavailable');
-      counted('rejected', 'queue_unavailable');
-      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
-      return sendProblem(res, 'QUEUE_UNAVAILABLE', 'The queue is unavailable; retry later.');
+      if (isQueueUnavailableError(error)) {
+        logger.error(
+          { error: describeError(error.cause) },
+          'delivery not stored: redis unavailable',
+        );
+        counted('rejected', 'queue_unavailable');
+        res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+        return sendProblem(res, 'QUEUE_UNAVAILABLE', 'The queue is unavailable; retry later.');
+      }
+      // A bug, not an outage: retrying would fail the same way, so no Retry-After.
+      logger.error({ err: error }, 'delivery not stored: internal error');
+      counted('rejected', 'internal');
+      return sendProblem(res, 'INTERNAL', 'The delivery could not be stored.');
     }
   };
 

@@ -1,14 +1,18 @@
 /**
- * The dead letter: handler runs that used up their attempts, or failed in a way retrying cannot
- * fix, kept with the reason until an operator retries them (or retention drops them, after 30
- * days by default).
+ * The dead letter: what failed for good and waits for an operator. Mostly handler runs that used
+ * up their attempts or failed in a way retrying cannot fix; also `deliveries` jobs whose data is
+ * not a delivery (from an older version, or added by hand), which no handler ever saw. Kept with
+ * the reason until retried, or until retention drops them (30 days for runs, 7 for deliveries).
  */
-import type { Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import type { HandlerRunData } from './handler-runs-queue.js';
 
 export interface DeadLetterEntry {
+  /** The job's id, as `deliveries retry` takes it. */
   readonly id: string;
+  /** The handler of the run; `(routing)` for a `deliveries` job that failed. */
   readonly handler: string;
+  /** Empty when the job's data has no readable key. */
   readonly deliveryKey: string;
   /** The last error's message. */
   readonly reason: string;
@@ -21,39 +25,101 @@ export interface DeadLetter {
   /** Most recent first. */
   list(options?: { offset?: number; limit?: number }): Promise<DeadLetterEntry[]>;
   count(): Promise<number>;
-  /** Queues one failed run again, with fresh attempts. False when there is no such failed run. */
+  /**
+   * Queues one failed job again, with all of its attempts (a run: its handler's). False when
+   * there is no such failed job.
+   */
   retry(id: string): Promise<boolean>;
-  /** Queues every failed run again; returns how many there were. */
+  /** Queues every failed job again; returns how many there were. */
   retryAll(): Promise<number>;
 }
 
-export function createDeadLetter(queue: Queue<HandlerRunData>): DeadLetter {
+export const ROUTING = '(routing)';
+
+/**
+ * @param handlerRuns the `handler-runs` queue
+ * @param deliveries the `deliveries` queue, whose failed jobs join the dead letter when given
+ */
+export function createDeadLetter(
+  handlerRuns: Queue<HandlerRunData>,
+  deliveries?: Queue,
+): DeadLetter {
+  // Job data is read as unknown below: a failed job's data may be anything.
+  const queues: Queue[] = deliveries ? [handlerRuns, deliveries] : [handlerRuns];
+
+  const entry = (job: Job<unknown>, queue: Queue): DeadLetterEntry => ({
+    id: job.id ?? '',
+    handler: queue === deliveries ? ROUTING : job.name,
+    deliveryKey: keyOf(queue === deliveries ? job.data : (job.data as HandlerRunData).delivery),
+    reason: job.failedReason,
+    attempts: job.attemptsMade,
+    failedAt: job.finishedOn === undefined ? undefined : new Date(job.finishedOn).toISOString(),
+  });
+
   return {
     async list({ offset = 0, limit = 50 } = {}) {
-      const jobs = await queue.getFailed(offset, offset + limit - 1);
-      return jobs.map((job) => ({
-        id: job.id ?? '',
-        handler: job.name,
-        deliveryKey: job.data.delivery.key,
-        reason: job.failedReason,
-        attempts: job.attemptsMade,
-        failedAt: job.finishedOn === undefined ? undefined : new Date(job.finishedOn).toISOString(),
-      }));
+      // Each queue's newest `offset + limit`, merged: enough for any page of the two together.
+      const pages = await Promise.all(
+        queues.map(async (queue) =>
+          (await queue.getFailed(0, offset + limit - 1)).map((job) => entry(job, queue)),
+        ),
+      );
+      return pages
+        .flat()
+        .sort((a, b) => (b.failedAt ?? '').localeCompare(a.failedAt ?? ''))
+        .slice(offset, offset + limit);
     },
 
-    count: () => queue.getFailedCount(),
+    async count() {
+      const counts = await Promise.all(queues.map((queue) => queue.getFailedCount()));
+      return counts.reduce((sum, count) => sum + count, 0);
+    },
 
     async retry(id) {
-      const job = await queue.getJob(id);
-      if (!job || !(await job.isFailed())) return false;
-      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
-      return true;
+      for (const queue of queues) {
+        const job = await queue.getJob(id);
+        if (job && (await job.isFailed())) {
+          await retryAfresh(job);
+          return true;
+        }
+      }
+      return false;
     },
 
     async retryAll() {
-      const failed = await queue.getFailedCount();
-      if (failed > 0) await queue.retryJobs({ state: 'failed', count: 1000 });
-      return failed;
+      let total = 0;
+      for (const queue of queues) {
+        // Bounded by the count at the start: a job that fails again meanwhile waits for next time.
+        const failed = await queue.getFailedCount();
+        for (let retried = 0; retried < failed;) {
+          const page = await queue.getFailed(0, Math.min(RETRY_PAGE, failed - retried) - 1);
+          if (page.length === 0) break;
+          await Promise.all(page.map(retryAfresh));
+          retried += page.length;
+        }
+        total += failed;
+      }
+      return total;
     },
   };
+}
+
+/** Failed jobs retried at once by retryAll. */
+const RETRY_PAGE = 500;
+
+/**
+ * Back to waiting with its attempts counted from zero, so it gets all of them again. (BullMQ's
+ * `retryJobs` keeps the count, which would leave a run that used up its attempts with none.)
+ */
+async function retryAfresh(job: Job<unknown>): Promise<void> {
+  await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+}
+
+function keyOf(delivery: unknown): string {
+  return delivery !== null &&
+    typeof delivery === 'object' &&
+    'key' in delivery &&
+    typeof delivery.key === 'string'
+    ? delivery.key
+    : '';
 }

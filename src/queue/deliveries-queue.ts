@@ -1,10 +1,14 @@
 /**
- * The `deliveries` queue and the one write the receiver makes per accepted delivery: the job and
- * its deduplication marker, written atomically by BullMQ's own add script, in one round trip.
+ * The `deliveries` queue and the one write the receiver makes per accepted delivery. Each request
+ * gets a fresh job id and the delivery's key as BullMQ's deduplication id, so a single `add`
+ * decides both whether a job is written and which answer the sender gets: the id BullMQ returns
+ * is ours for a new delivery and the earlier job's for a duplicate, whichever receiver got it.
  */
-import { createIORedisClient, Job, Queue, type JobsOptions } from 'bullmq';
+import { randomUUID } from 'node:crypto';
+import { Queue, type Job, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { jobIdFor, type Delivery } from '../webhooks/delivery.js';
+import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
+import { writeOrUnavailable } from './redis.js';
 
 export const DELIVERIES_QUEUE = 'deliveries';
 
@@ -31,11 +35,13 @@ export type EnqueueStatus = 'queued' | 'duplicate';
 
 export interface EnqueueResult {
   readonly status: EnqueueStatus;
+  /** The delivery's job: the new one, or for a duplicate the one queued first. */
   readonly jobId: string;
 }
 
 /** What the receiver needs of the queue: put a delivery in it, once. */
 export interface DeliveryQueue {
+  /** @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored. */
   enqueue(delivery: Delivery): Promise<EnqueueResult>;
 }
 
@@ -51,6 +57,8 @@ export interface DeliveryQueueOptions {
 
 export interface DeliveryQueueProducer extends DeliveryQueue {
   readonly queue: Queue<Delivery>;
+  /** The job of the delivery with this key, while its key is remembered and its job kept. */
+  find(key: string): Promise<Job<Delivery> | undefined>;
   close(): Promise<void>;
 }
 
@@ -61,37 +69,36 @@ export function createDeliveryQueue({
   retention = DELIVERY_JOB_RETENTION,
 }: DeliveryQueueOptions): DeliveryQueueProducer {
   const queue = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
-  // The same wrapper BullMQ itself puts around this connection (cached per connection), through
-  // which a Job writes itself with BullMQ's script.
-  const client = createIORedisClient(connection);
-  const dedupeTtlMs = dedupeTtlSeconds * 1000;
+  const ttl = dedupeTtlSeconds * 1000;
 
   async function enqueue(delivery: Delivery): Promise<EnqueueResult> {
-    const jobId = jobIdFor(delivery.key);
-    // BullMQ's deduplication keeps its marker for the TTL even after retention removes the job,
-    // and checks it inside the same script that adds the job, so simultaneous duplicates make
-    // one job whatever else happens. The EXISTS before it only tells the sender which answer it
-    // gets. (A MULTI would make that answer atomic across receivers too, but ioredis builds a
-    // pipeline object per MULTI that copies every BullMQ script onto it, which halved throughput.
-    // Across two receivers racing on one key within microseconds, both may answer "queued"; the
-    // queue still holds one job.)
-    const options: JobsOptions = {
-      ...retention,
-      jobId,
-      deduplication: { id: jobId, ttl: dedupeTtlMs },
-    };
-    const job = new Job<Delivery>(queue, delivery.event, delivery, options, jobId);
-    // Both commands are issued in this same tick (addJob sends before its first await) and go out
-    // in one write (auto-pipelining), so on this connection nothing comes between them.
-    const seenBefore = connection.exists(`${queue.keys.de}:${jobId}`, `${queue.keys['']}${jobId}`);
-    const added = job.addJob(client);
-    const [seen] = await Promise.all([seenBefore, added]);
-    return { status: seen > 0 ? 'duplicate' : 'queued', jobId };
+    const jobId = randomUUID();
+    // BullMQ keeps a deduplication marker with a TTL after the job finishes and after retention
+    // removes it, and checks it inside the script that adds the job.
+    const job = await writeOrUnavailable(connection, () =>
+      queue.add(delivery.event, delivery, {
+        ...retention,
+        jobId,
+        deduplication: { id: deduplicationIdFor(delivery.key), ttl },
+      }),
+    );
+    const id = job.id ?? jobId;
+    return { status: id === jobId ? 'queued' : 'duplicate', jobId: id };
   }
 
   return {
     queue,
     enqueue,
+    find: (key) => findDelivery(queue, key),
     close: () => queue.close(),
   };
+}
+
+/** The job of the delivery with this key, through BullMQ's lookup of a deduplication id. */
+export async function findDelivery(
+  queue: Queue<Delivery>,
+  key: string,
+): Promise<Job<Delivery> | undefined> {
+  const jobId = await queue.getDeduplicationJobId(deduplicationIdFor(key));
+  return jobId === null ? undefined : await queue.getJob(jobId);
 }

@@ -1,23 +1,28 @@
 /**
  * The `handler-runs` queue: where a handler's run of a delivery goes when its first attempt, made
- * while routing, did not succeed. Each has its handler's own attempts and backoff, so one handler
- * is retried without re-running the others, and its failed jobs are the dead letter.
+ * while routing, did not complete it. Each job has its handler's attempts and backoff, so one
+ * handler is retried without re-running the others, and its failed jobs are the dead letter.
+ * How a run moves through it is in src/worker/runs.ts and docs/runs.md.
  */
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
-import { jobIdFor, type Delivery } from '../webhooks/delivery.js';
+import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
 import type { JobRetention } from './deliveries-queue.js';
 
 export const HANDLER_RUNS_QUEUE = 'handler-runs';
 
+/**
+ * The backoff type of every run job: the worker computes each retry's delay itself (see
+ * run-policy.ts), because a run's first attempt happened before its job existed.
+ */
+export const RUN_BACKOFF_TYPE = 'handler-backoff';
+
 export interface HandlerRunData {
   readonly delivery: Delivery;
-  /** Set when the handler's `where` threw while routing; the run then fails with it. */
-  readonly whereError?: string;
-  /** Attempts made before this job was queued (the first one, made while routing). */
+  /** 1 when the routing job made the run's first attempt and it is to be retried. */
   readonly attemptsBefore?: number;
   /**
-   * Set when the attempt made while routing failed in a way retrying cannot fix: the job fails
-   * with it at once, so the run is in the dead letter, and forgets it, so a retry from there runs.
+   * Set when the first attempt failed in a way retrying cannot fix: the job fails with it at once,
+   * so the run is in the dead letter, and forgets it, so a retry from there runs the handler.
    */
   readonly failedFor?: string;
 }
@@ -33,80 +38,52 @@ export function createHandlerRunsQueue(connection: ConnectionOptions, prefix: st
 }
 
 /**
- * The run's job id: the delivery's job id (derived from its key) and the handler's name, so a
- * delivery has one run per handler however often it is routed. Neither part contains `:`.
+ * The run's job id: the delivery key's deduplication id and the handler's name, so a delivery has
+ * one run per handler however often it is routed. Neither part contains `:`.
  */
 export function handlerRunJobId(deliveryKey: string, handlerName: string): string {
-  return `${jobIdFor(deliveryKey)}.${handlerName}`;
-}
-
-/** How a handler's runs are retried; a worker's Handler has these fields. */
-export interface RunPolicy {
-  readonly name: string;
-  readonly attempts: number;
-  readonly backoff: {
-    readonly type: 'exponential' | 'fixed';
-    readonly delayMs: number;
-    readonly jitter: number;
-  };
+  return `${deduplicationIdFor(deliveryKey)}.${handlerName}`;
 }
 
 export interface NewHandlerRun {
-  readonly handler: RunPolicy;
-  readonly whereError?: string | undefined;
-  /** Attempts already made; the job gets the rest, and its backoff goes on from there. */
-  readonly attemptsBefore?: number;
-  readonly failedFor?: string;
+  readonly delivery: Delivery;
+  readonly handler: string;
+  /** The handler's attempts: a retry from the dead letter gets all of them again. */
+  readonly attempts: number;
+  readonly data?: Omit<HandlerRunData, 'delivery'>;
   /** How long the job waits before its first attempt. */
   readonly delayMs?: number;
 }
 
 /**
- * Adds runs of one delivery. Safe to repeat (after a crash mid-way, say): BullMQ's deduplication
- * keeps each run's marker for `dedupeTtlSeconds` even after retention removes the finished job,
- * so a run is queued once however often it is added.
+ * Adds a run. Safe to repeat (after a crash mid-way, say): BullMQ's deduplication keeps the run's
+ * marker for `dedupeTtlSeconds` even after retention removes the finished job, so a run is queued
+ * once however often it is added.
  */
-export async function addHandlerRuns(
+export async function addHandlerRun(
   queue: Queue<HandlerRunData>,
-  delivery: Delivery,
-  runs: readonly NewHandlerRun[],
+  { delivery, handler, attempts, data = {}, delayMs = 0 }: NewHandlerRun,
   {
     dedupeTtlSeconds,
     retention = HANDLER_RUN_RETENTION,
   }: { dedupeTtlSeconds: number; retention?: JobRetention },
 ): Promise<void> {
-  // One add per run rather than addBulk: addBulk's MULTI makes ioredis build a pipeline that
-  // copies every BullMQ script onto it, a third of the routing cost; atomicity across runs is not
-  // needed, since each add is deduplicated and a failed routing is simply repeated.
-  await Promise.all(
-    runs.map(({ handler, whereError, attemptsBefore = 0, failedFor, delayMs }) => {
-      const jobId = handlerRunJobId(delivery.key, handler.name);
-      const { type, delayMs: firstDelay, jitter } = handler.backoff;
-      const opts: JobsOptions = {
-        ...retention,
-        jobId,
-        deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
-        attempts: failedFor === undefined ? Math.max(1, handler.attempts - attemptsBefore) : 1,
-        // Exponential backoff goes on doubling from where the earlier attempts left it.
-        backoff: {
-          type,
-          delay: type === 'exponential' ? firstDelay * 2 ** attemptsBefore : firstDelay,
-          jitter,
-        },
-        ...(delayMs ? { delay: delayMs } : {}),
-      };
-      const data: HandlerRunData = {
-        delivery,
-        ...(whereError === undefined ? {} : { whereError }),
-        ...(attemptsBefore > 0 ? { attemptsBefore } : {}),
-        ...(failedFor === undefined ? {} : { failedFor }),
-      };
-      return queue.add(handler.name, data, opts);
-    }),
-  );
+  const jobId = handlerRunJobId(delivery.key, handler);
+  const opts: JobsOptions = {
+    ...retention,
+    jobId,
+    deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
+    attempts,
+    backoff: { type: RUN_BACKOFF_TYPE },
+    ...(delayMs > 0 ? { delay: delayMs } : {}),
+  };
+  await queue.add(handler, { delivery, ...data }, opts);
 }
 
-/** The key of a run's deduplication marker: it exists once the run has been queued. */
-export function handlerRunQueuedKey(queue: Queue<HandlerRunData>, runId: string): string {
-  return `${queue.keys.de}:${runId}`;
+/** Whether a run of this id has been queued (within the deduplication TTL). */
+export async function handlerRunQueued(
+  queue: Queue<HandlerRunData>,
+  runId: string,
+): Promise<boolean> {
+  return (await queue.getDeduplicationJobId(runId)) !== null;
 }

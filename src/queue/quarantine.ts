@@ -12,6 +12,7 @@ import {
   type Interpretation,
 } from '../webhooks/delivery.js';
 import type { DeliveryQueue, EnqueueStatus } from './deliveries-queue.js';
+import { writeOrUnavailable } from './redis.js';
 
 export interface QuarantineEntry {
   readonly id: string;
@@ -41,6 +42,7 @@ export type ReplayResult =
   | { readonly id: string; readonly status: 'not_found' };
 
 export interface Quarantine {
+  /** @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored. */
   add(entry: NewQuarantineEntry): Promise<string>;
   /** Newest first. */
   list(options?: { offset?: number; limit?: number }): Promise<QuarantineSummary[]>;
@@ -83,11 +85,13 @@ export function createQuarantine({ connection, prefix }: QuarantineOptions): Qua
       const id = `q-${randomUUID()}`;
       const { body, ...rest } = entry;
       const meta: StoredMeta = { ...rest, size: body.length };
-      const results = await connection
-        .multi()
-        .hset(entryKey(id), 'meta', JSON.stringify(meta), 'body', body)
-        .zadd(indexKey, Date.parse(entry.receivedAt), id)
-        .exec();
+      const results = await writeOrUnavailable(connection, () =>
+        connection
+          .multi()
+          .hset(entryKey(id), 'meta', JSON.stringify(meta), 'body', body)
+          .zadd(indexKey, Date.parse(entry.receivedAt), id)
+          .exec(),
+      );
       const failed = results?.find(([error]) => error);
       if (!results || failed)
         throw failed?.[0] ?? new Error('Redis discarded the quarantine write');

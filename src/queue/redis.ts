@@ -4,6 +4,7 @@
  * Redis; workers wait patiently instead.
  */
 import { Redis } from 'ioredis';
+import { QueueUnavailableError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 /** How long one command may take before the producer gives up on it. */
@@ -74,5 +75,47 @@ export async function redisAnswers(connection: Redis): Promise<boolean> {
     return (await connection.ping()) === 'PONG';
   } catch {
     return false;
+  }
+}
+
+/**
+ * Error codes with which a Redis refuses a write for a while: a replica, a failed background save
+ * (MISCONF), out of memory, still loading, a primary or cluster that is down, too few replicas.
+ */
+const REFUSING_WRITES = new Set([
+  'READONLY',
+  'MISCONF',
+  'OOM',
+  'LOADING',
+  'BUSY',
+  'MASTERDOWN',
+  'CLUSTERDOWN',
+  'TRYAGAIN',
+  'NOREPLICAS',
+]);
+
+/**
+ * Whether `error`, thrown by a command on `connection`, means Redis is unavailable rather than
+ * that the command was wrong: the connection is not ready (refused, lost, reconnecting), the
+ * command timed out, or Redis answered with an error code of a Redis refusing writes.
+ */
+export function isRedisUnavailable(connection: Redis, error: unknown): boolean {
+  if (connection.status !== 'ready') return true;
+  if (!(error instanceof Error)) return false;
+  // ioredis rejects a command past `commandTimeout` with a plain Error and this message only.
+  if (error.message === 'Command timed out') return true;
+  const code = error.name === 'ReplyError' ? error.message.split(' ', 1)[0] : undefined;
+  return code !== undefined && REFUSING_WRITES.has(code);
+}
+
+/** Runs a write, and turns an error that means Redis is unavailable into QueueUnavailableError. */
+export async function writeOrUnavailable<T>(
+  connection: Redis,
+  write: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    throw isRedisUnavailable(connection, error) ? new QueueUnavailableError(error) : error;
   }
 }

@@ -127,6 +127,16 @@ export function createSandboxApp({ state, deliverer, logger, rateLimit }: Sandbo
     }
     const parsed = HookSchema.safeParse(req.body);
     if (!parsed.success) return fail(res, 422, ...describe(parsed.error));
+    const taken = state.hooks.some(
+      (hook) =>
+        hook.projectId === projectId &&
+        hook.active &&
+        hook.event === parsed.data.event &&
+        hook.targetUrl === parsed.data.target_url,
+    );
+    if (taken) {
+      return fail(res, 409, `Conflict: a hook for ${parsed.data.event} to this URL already exists`);
+    }
     const hook = state.addHook(projectId, {
       event: parsed.data.event,
       targetUrl: parsed.data.target_url,

@@ -3,7 +3,7 @@
  * ignore, or a body that cannot be read as either. Pure: no I/O, no framework.
  */
 import { createHash } from 'node:crypto';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { FeedbackRecordSchema, type FeedbackRecord } from './feedback-record.js';
 
 export const FEEDBACK_CREATED = 'feedback.created';
@@ -16,6 +16,36 @@ export interface Delivery {
   /** When the receiver accepted it, ISO 8601 UTC. */
   readonly receivedAt: string;
   readonly record: FeedbackRecord;
+}
+
+/**
+ * A delivery as the queue holds it. The receiver writes only valid ones; a job from an older
+ * version, or one added by hand, is checked against this before any handler sees it.
+ */
+const DeliverySchema = z.object({
+  key: z.string().min(1),
+  event: z.literal(FEEDBACK_CREATED),
+  receivedAt: z.iso.datetime(),
+  record: FeedbackRecordSchema,
+});
+
+export type DeliveryCheck =
+  | { readonly ok: true; readonly delivery: Delivery }
+  | { readonly ok: false; readonly issues: readonly InvalidPayloadIssue[] };
+
+/** Reads a queued job's data as a delivery, or says why it is not one. */
+export function readDelivery(data: unknown): DeliveryCheck {
+  const parsed = DeliverySchema.safeParse(data);
+  return parsed.success
+    ? { ok: true, delivery: parsed.data as Delivery }
+    : { ok: false, issues: describeIssues(parsed.error) };
+}
+
+/** Issues as one line, for a failed job's reason or an answer's detail. */
+export function describeIssuesInline(issues: readonly InvalidPayloadIssue[]): string {
+  return issues
+    .map(({ path, message }) => (path === '' ? message : `${path}: ${message}`))
+    .join('; ');
 }
 
 export type Interpretation =
@@ -130,16 +160,17 @@ function describeIssues(error: z.ZodError): InvalidPayloadIssue[] {
   return more > 0 ? [...issues, { path: '', message: `and ${more} more issues` }] : issues;
 }
 
-const READABLE_JOB_ID_LENGTH = 200;
+const READABLE_ID_LENGTH = 200;
 
 /**
- * The BullMQ job id for a delivery key. BullMQ rejects ids that contain `:` or are all digits,
- * so the key is percent-encoded (which encodes `:`) behind a letter prefix; a very long key is
- * hashed instead. The two forms have different prefixes and so can never collide.
+ * The id a delivery key is known by in the queues: the deliveries queue's deduplication id, and
+ * the stem of its handler runs' job ids. BullMQ rejects job ids that contain `:` or are all
+ * digits, so the key is percent-encoded (which encodes `:`) behind a letter prefix; a very long
+ * key is hashed instead. The two forms have different prefixes and so can never collide.
  */
-export function jobIdFor(key: string): string {
+export function deduplicationIdFor(key: string): string {
   const readable = encodeURIComponent(key);
-  return readable.length <= READABLE_JOB_ID_LENGTH
+  return readable.length <= READABLE_ID_LENGTH
     ? `d-${readable}`
     : `h-${createHash('sha256').update(key).digest('hex')}`;
 }

@@ -27,8 +27,8 @@ export interface CompletionLedger {
   record(jobId: string): void;
   /** BullMQ recorded the run as completed. */
   confirmed(jobId: string): void;
-  /** Whether this run's handler is known to have succeeded already, or any of `orKeys` exists. */
-  has(jobId: string, orKeys?: readonly string[]): Promise<boolean>;
+  /** Whether this run's handler is known to have succeeded already. */
+  has(jobId: string): Promise<boolean>;
   /**
    * Stops listening to the connection and writes the markers still held, waiting for Redis up
    * to `CLOSE_WAIT_MS`: a shutdown does not hang on a Redis that is away.
@@ -119,10 +119,10 @@ export function createCompletionLedger({
       unwritten.add(jobId);
       void writeBatch();
     },
-    has: async (jobId, orKeys = []) =>
+    has: async (jobId) =>
       unconfirmed.has(jobId) ||
       unwritten.has(jobId) ||
-      (await connection.exists(markerKey(jobId), ...orKeys)) > 0,
+      (await connection.exists(markerKey(jobId))) > 0,
     async close() {
       connection.off('ready', onReady);
       if (unwritten.size === 0) return;

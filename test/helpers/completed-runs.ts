@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import type { RoutingResult } from '../../src/worker/runtime.js';
+import type { RoutingResult } from '../../src/worker/runs.js';
 
 /**
  * Handler runs completed: on their first attempt, recorded by their delivery's routing job, and

@@ -93,10 +93,11 @@ describe('the feedback API client', () => {
     [401, 'ApiUnauthorizedError', true],
     [403, 'ApiForbiddenError', true],
     [404, 'ApiNotFoundError', true],
+    [409, 'ApiConflictError', true],
     [422, 'ApiValidationError', true],
     [500, 'ApiServerError', false],
     [503, 'ApiServerError', false],
-    [409, 'ApiUnexpectedResponseError', false],
+    [418, 'ApiUnexpectedResponseError', false],
   ])('maps %i to %s, with method, URL, status and body', async (status, name, final) => {
     api.respondWith(() => ({ status, body: { errors: [`failure ${status}`] } }));
     const error = await failure(client.updateFeedback('fb_1', { priority_id: 1 }));

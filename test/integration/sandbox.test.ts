@@ -132,6 +132,17 @@ describe('the sandbox', () => {
       .expect(404);
   });
 
+  it('answers 409 to a second hook for the same event and URL', async () => {
+    const hook = { event: 'feedback.created', target_url: 'https://hooks.example.com/twice' };
+    await request(app).post('/v1/projects/prj_shop/hooks').set(auth()).send(hook).expect(201);
+    const response = await request(app)
+      .post('/v1/projects/prj_shop/hooks')
+      .set(auth())
+      .send(hook)
+      .expect(409);
+    expect(response.body.errors[0]).toMatch(/already exists/);
+  });
+
   it('answers 429 with Retry-After beyond the limit per token', async () => {
     app = sandboxApp(5);
     for (let i = 0; i < 5; i += 1) await request(app).get('/v1/me').set(auth()).expect(200);

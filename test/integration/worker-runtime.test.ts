@@ -1,13 +1,22 @@
 import { UnrecoverableError } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import {
+  afterAll,
+  afterEach,
+  beforeAll,
+  beforeEach,
+  describe,
+  expect,
+  inject,
+  it,
+  vi,
+} from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
 import { createDeadLetter } from '../../src/queue/dead-letter.js';
 import { handlerRunJobId } from '../../src/queue/handler-runs-queue.js';
-import { findRunOutcome } from '../../src/queue/run-outcome.js';
 import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
 import { succeededMarkerKey } from '../../src/worker/completion-ledger.js';
-import type { RoutingResult } from '../../src/worker/runtime.js';
+import { findRunOutcome, type RoutingResult } from '../../src/worker/runs.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
 import {
@@ -250,7 +259,7 @@ describe('the worker runtime', () => {
     await env.completedRuns(1);
     expect(api.requests.map((request) => request.method)).toEqual(['PATCH', 'PATCH']);
     expect(env.logs).toContainEqual(
-      expect.objectContaining({ outcome: 'delayed', source: 'service' }),
+      expect.objectContaining({ outcome: 'delayed', error: expect.stringMatching(/429/) }),
     );
   });
 
@@ -303,6 +312,109 @@ describe('the worker runtime', () => {
     await env.failedRuns(1);
     const [entry] = await createDeadLetter(runtime.handlerRuns).list();
     expect(entry?.reason).toBe('where() threw: where is broken');
+  });
+
+  it('evaluates where() again when a run it failed is retried from the dead letter', async () => {
+    let whereBroken = true;
+    let handled = 0;
+    const runtime = await env.startWorker({
+      handlers: [
+        defineHandler({
+          name: 'picky',
+          where: () => {
+            if (whereBroken) throw new Error('where is broken');
+            return true;
+          },
+          handle: () => void (handled += 1),
+        }),
+      ],
+    });
+    await env.deliver({ id: 'fb_where_fixed' });
+    await env.failedRuns(1);
+    const deadLetter = createDeadLetter(runtime.handlerRuns);
+    const [entry] = await deadLetter.list();
+
+    whereBroken = false;
+    expect(await deadLetter.retry(entry!.id)).toBe(true);
+    await env.completedRuns(1);
+    expect(handled).toBe(1);
+  });
+
+  it.each([
+    ['failed for good on its first attempt', 'first'],
+    ['used up its attempts', 'every'],
+  ])(
+    'gives a run that %s all of its attempts again when retried from the dead letter',
+    async (_, failing) => {
+      const attempts: number[] = [];
+      let phase = 1;
+      const runtime = await env.startWorker({
+        handlers: [
+          defineHandler({
+            name: 'counted',
+            attempts: 3,
+            backoff: fast,
+            handle: ({ attempt }) => {
+              attempts.push(attempt);
+              if (failing === 'first' && phase === 1) throw new UnrecoverableError('not now');
+              throw new Error(`attempt ${attempt} failed`);
+            },
+          }),
+        ],
+      });
+      await env.deliver({ id: `fb_full_${failing}` });
+      await env.failedRuns(1);
+      expect(attempts).toEqual(failing === 'first' ? [1] : [1, 2, 3]);
+
+      phase = 2;
+      attempts.length = 0;
+      const deadLetter = createDeadLetter(runtime.handlerRuns);
+      const [entry] = await deadLetter.list();
+      await deadLetter.retry(entry!.id);
+      await vi.waitFor(() => expect(attempts).toHaveLength(3), { timeout: 10_000 });
+      await env.failedRuns(1);
+      expect(attempts).toEqual([1, 2, 3]);
+    },
+  );
+
+  it.each([
+    ['{}', {}],
+    ['a key alone', { key: 'k1' }],
+    [
+      'a null record',
+      { key: 'k2', event: 'feedback.created', receivedAt: new Date().toISOString(), record: null },
+    ],
+  ])(
+    'fails a deliveries job whose data is %s into the dead letter, and runs no handler',
+    async (_, data) => {
+      let handled = 0;
+      const runtime = await env.startWorker({
+        handlers: [defineHandler({ name: 'never', handle: () => void (handled += 1) })],
+      });
+      const job = await env.deliveries.add('feedback.created', data as never);
+      await waitFor(async () => (await job.getState()) === 'failed', {
+        what: 'the job to fail',
+      });
+      const deadLetter = createDeadLetter(runtime.handlerRuns, env.deliveries);
+      const [entry] = await deadLetter.list();
+      expect(entry).toMatchObject({ id: job.id, handler: '(routing)' });
+      expect(entry!.reason).toMatch(/^not a delivery: /);
+      expect(entry!.reason).toMatch(data === null || !('record' in data) ? /key|record/ : /record/);
+      expect(handled).toBe(0);
+    },
+  );
+
+  it('fails a handler-runs job whose delivery is not one, without running its handler', async () => {
+    let handled = 0;
+    const runtime = await env.startWorker({
+      handlers: [defineHandler({ name: 'never', handle: () => void (handled += 1) })],
+    });
+    const job = await runtime.handlerRuns.add('never', { delivery: { key: 'k3' } } as never);
+    await env.failedRuns(1);
+    const [entry] = await createDeadLetter(runtime.handlerRuns).list();
+    expect(entry).toMatchObject({ id: job.id, handler: 'never', deliveryKey: 'k3' });
+    expect(entry!.reason).toMatch(/^not a delivery: .*record/);
+    expect(handled).toBe(0);
   });
 
   it('on shutdown, aborts a run that does not finish in time and puts it back for another worker', async () => {

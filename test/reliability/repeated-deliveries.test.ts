@@ -3,7 +3,7 @@
  * again after job retention has removed its first jobs. Each is handled once.
  */
 import { afterAll, expect, it } from 'vitest';
-import { jobIdFor } from '../../src/webhooks/delivery.js';
+import { deduplicationIdFor } from '../../src/webhooks/delivery.js';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
@@ -40,7 +40,7 @@ it('handles a delivery sent three times at once, and three times after retention
   const jobsLeft = async () => {
     const left = await Promise.all(
       ids.map(async (id) => {
-        const jobId = jobIdFor(keyOf(id));
+        const jobId = deduplicationIdFor(keyOf(id));
         const jobs = [
           cluster.deliveries.getJob(jobId),
           cluster.handlerRuns.getJob(`${jobId}.reliability-probe`),

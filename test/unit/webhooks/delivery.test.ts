@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { interpretPayload, jobIdFor } from '../../../src/webhooks/delivery.js';
+import { interpretPayload, deduplicationIdFor } from '../../../src/webhooks/delivery.js';
 
 const receivedAt = new Date('2026-11-22T10:00:00.000Z');
 const bytes = (value: unknown) => Buffer.from(JSON.stringify(value));
@@ -92,26 +92,26 @@ describe('interpretPayload', () => {
   });
 });
 
-describe('jobIdFor', () => {
+describe('deduplicationIdFor', () => {
   it('makes ids BullMQ accepts: no colon, never all digits', () => {
     for (const key of ['feedback.created:12', '12345', 'msg_p5jXN8AQ', 'a:b:c', '0']) {
-      const jobId = jobIdFor(key);
+      const jobId = deduplicationIdFor(key);
       expect(jobId).not.toContain(':');
       expect(jobId).not.toMatch(/^\d+$/);
     }
   });
 
   it('keeps a short key readable', () => {
-    expect(jobIdFor('feedback.created:fb_1')).toBe('d-feedback.created%3Afb_1');
+    expect(deduplicationIdFor('feedback.created:fb_1')).toBe('d-feedback.created%3Afb_1');
   });
 
   it('hashes a long key to a bounded id', () => {
-    const jobId = jobIdFor('x'.repeat(1000));
+    const jobId = deduplicationIdFor('x'.repeat(1000));
     expect(jobId).toMatch(/^h-[0-9a-f]{64}$/);
   });
 
   it('gives different keys different ids', () => {
     const keys = ['a:b', 'a%3Ab', 'a b', 'a+b', 'x'.repeat(201), 'x'.repeat(202)];
-    expect(new Set(keys.map(jobIdFor)).size).toBe(keys.length);
+    expect(new Set(keys.map(deduplicationIdFor)).size).toBe(keys.length);
   });
 });

@@ -1,0 +1,78 @@
+/**
+ * What one attempt of a run comes to: the README's "When a run fails" table as one pure function.
+ * The worker applies the decision (see runs.ts); docs/runs.md draws where each one leads.
+ */
+import { UnrecoverableError } from 'bullmq';
+import { isApiRateLimitedError, isFinalApiError } from '../api/api-errors.js';
+import type { HandlerBackoff } from './handler.js';
+
+export type RunDecision =
+  /** The handler returned: the run is done, with what it returned. */
+  | { readonly kind: 'completed'; readonly result: unknown }
+  /** A failure worth another attempt, after the handler's backoff. */
+  | { readonly kind: 'retry'; readonly delayMs: number; readonly reason: string }
+  /** A rate limit: try again once it allows, without spending an attempt. */
+  | { readonly kind: 'wait'; readonly delayMs: number; readonly reason: string }
+  /** Retrying cannot fix it, or the attempts are used up: into the dead letter. */
+  | { readonly kind: 'fail'; readonly reason: string }
+  /** Cut short by the worker's shutdown: runs again, without spending an attempt. */
+  | { readonly kind: 'interrupted' };
+
+export type AttemptResult =
+  { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: unknown };
+
+export interface AttemptFacts {
+  /** This attempt's number: 1 for the first. */
+  readonly attempt: number;
+  /** How many attempts the handler allows. */
+  readonly attempts: number;
+  readonly backoff: Required<HandlerBackoff>;
+  /** The worker aborted this attempt because it is shutting down. */
+  readonly interrupted: boolean;
+  /** A number in [0, 1) for jitter; Math.random by default. */
+  readonly random?: () => number;
+}
+
+/** How far a rate limit's wait is spread, so runs held back together do not return together. */
+export const RATE_LIMIT_SPREAD_MS = 1_000;
+
+export function decideRun(outcome: AttemptResult, facts: AttemptFacts): RunDecision {
+  if (outcome.ok) return { kind: 'completed', result: outcome.result ?? null };
+  const { error } = outcome;
+  const random = facts.random ?? Math.random;
+  if (facts.interrupted) return { kind: 'interrupted' };
+  const reason = describe(error);
+  if (isApiRateLimitedError(error)) {
+    const delayMs = error.retryAfterMs + Math.floor(random() * RATE_LIMIT_SPREAD_MS);
+    return { kind: 'wait', delayMs, reason };
+  }
+  if (isUnrecoverable(error) || isFinalApiError(error)) return { kind: 'fail', reason };
+  if (facts.attempt >= facts.attempts) return { kind: 'fail', reason };
+  return { kind: 'retry', delayMs: retryDelayMs(facts.backoff, facts.attempt, random), reason };
+}
+
+/**
+ * The wait after attempt `attempt` failed: the handler's delay, doubled for each attempt before
+ * it when exponential, less up to `jitter` of it at random so that retries spread out.
+ */
+export function retryDelayMs(
+  backoff: Required<HandlerBackoff>,
+  attempt: number,
+  random: () => number = Math.random,
+): number {
+  const full =
+    backoff.type === 'exponential' ? backoff.delayMs * 2 ** (attempt - 1) : backoff.delayMs;
+  return Math.round(full * (1 - backoff.jitter * random()));
+}
+
+/** BullMQ's own check, by name too, so an UnrecoverableError from another copy of bullmq counts. */
+function isUnrecoverable(error: unknown): boolean {
+  return (
+    error instanceof UnrecoverableError ||
+    (error instanceof Error && error.name === 'UnrecoverableError')
+  );
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,112 @@
+import { UnrecoverableError } from 'bullmq';
+import { describe, expect, it } from 'vitest';
+import {
+  ApiConflictError,
+  ApiForbiddenError,
+  ApiNotFoundError,
+  ApiRateLimitedError,
+  ApiServerError,
+  ApiUnauthorizedError,
+  ApiValidationError,
+} from '../../../src/api/api-errors.js';
+import { decideRun, retryDelayMs, type AttemptFacts } from '../../../src/worker/run-policy.js';
+
+const at = { method: 'PATCH', url: 'http://127.0.0.1/v1/feedback/fb_1' };
+const facts: AttemptFacts = {
+  attempt: 2,
+  attempts: 5,
+  backoff: { type: 'exponential', delayMs: 1_000, jitter: 0 },
+  interrupted: false,
+  random: () => 0.5,
+};
+const failed = (error: unknown, more: Partial<AttemptFacts> = {}) =>
+  decideRun({ ok: false, error }, { ...facts, ...more });
+
+// One row per row of the README's "When a run fails" table, and the run that does not fail.
+describe('decideRun', () => {
+  it('completes a run whose handler returned, with what it returned (null for nothing)', () => {
+    expect(decideRun({ ok: true, result: { id: 1 } }, facts)).toEqual({
+      kind: 'completed',
+      result: { id: 1 },
+    });
+    expect(decideRun({ ok: true, result: undefined }, facts)).toEqual({
+      kind: 'completed',
+      result: null,
+    });
+  });
+
+  it.each([
+    ['the API answered 429', 'service'],
+    ['the shared rate limit is used up', 'limiter'],
+  ] as const)('waits without spending an attempt when %s', (_, source) => {
+    const error = new ApiRateLimitedError({ ...at, status: 429, retryAfterMs: 7_000, source });
+    // Even on the last attempt: a wait is not an attempt.
+    expect(failed(error, { attempt: 5 })).toEqual({
+      kind: 'wait',
+      delayMs: 7_500,
+      reason: error.message,
+    });
+  });
+
+  it.each([
+    ['UnrecoverableError', new UnrecoverableError('cannot ever work')],
+    ['400', new ApiValidationError({ ...at, status: 400 })],
+    ['401', new ApiUnauthorizedError({ ...at, status: 401 })],
+    ['403', new ApiForbiddenError({ ...at, status: 403 })],
+    ['404', new ApiNotFoundError({ ...at, status: 404 })],
+    ['409', new ApiConflictError({ ...at, status: 409 })],
+    ['422', new ApiValidationError({ ...at, status: 422 })],
+  ])('fails for good, on the first attempt, for %s', (_, error) => {
+    expect(failed(error, { attempt: 1 })).toEqual({ kind: 'fail', reason: error.message });
+  });
+
+  it('counts an UnrecoverableError from another copy of bullmq by its name', () => {
+    const foreign = Object.assign(new Error('elsewhere'), { name: 'UnrecoverableError' });
+    expect(failed(foreign, { attempt: 1 }).kind).toBe('fail');
+  });
+
+  it.each([
+    ['an error of the handler', new Error('downstream is down')],
+    ["the API's 500", new ApiServerError({ ...at, status: 500 })],
+    ['a thrown string', 'not an Error'],
+  ])("retries %s after the handler's backoff", (_, error) => {
+    expect(failed(error)).toEqual({
+      kind: 'retry',
+      delayMs: 2_000,
+      reason: error instanceof Error ? error.message : error,
+    });
+  });
+
+  it('fails for good after the last attempt', () => {
+    expect(failed(new Error('still down'), { attempt: 5 })).toEqual({
+      kind: 'fail',
+      reason: 'still down',
+    });
+  });
+
+  it('puts back a run the shutdown interrupted, whatever it threw, without spending an attempt', () => {
+    for (const error of [new Error('aborted'), new UnrecoverableError('x')]) {
+      expect(failed(error, { attempt: 5, interrupted: true })).toEqual({ kind: 'interrupted' });
+    }
+  });
+});
+
+describe('retryDelayMs', () => {
+  it('doubles an exponential delay for each attempt before', () => {
+    const backoff = { type: 'exponential', delayMs: 100, jitter: 0 } as const;
+    expect([1, 2, 3, 4].map((attempt) => retryDelayMs(backoff, attempt))).toEqual([
+      100, 200, 400, 800,
+    ]);
+  });
+
+  it('keeps a fixed delay', () => {
+    const backoff = { type: 'fixed', delayMs: 100, jitter: 0 } as const;
+    expect(retryDelayMs(backoff, 4)).toBe(100);
+  });
+
+  it('takes up to `jitter` of the delay off at random', () => {
+    const backoff = { type: 'fixed', delayMs: 1_000, jitter: 0.5 } as const;
+    expect(retryDelayMs(backoff, 1, () => 0)).toBe(1_000);
+    expect(retryDelayMs(backoff, 1, () => 0.9)).toBe(550);
+  });
+});
