@@ -2,21 +2,26 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { Queue } from 'bullmq';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
 import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const sh = promisify(execFile);
 const SECRET = 'e2e-secret-4be1';
 
+/** The first sh block of README.md after `marker`. */
+function readmeBlock(marker: string): string {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const after = readme.slice(readme.indexOf(marker));
+  const block = /```sh\n([\s\S]*?)```/.exec(after)?.[1];
+  if (!readme.includes(marker) || !block)
+    throw new Error(`README.md has no sh block after "${marker}"`);
+  return block;
+}
+
 /** The README's "Try a delivery" commands, pointed at the receiver under test. */
 function readmeWalkthrough(url: string): string {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const block = /## Try a delivery[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
-  if (!block) throw new Error('README.md has no "Try a delivery" sh block');
-  return block.replaceAll('http://127.0.0.1:3000', url);
+  return readmeBlock('## Try a delivery').replaceAll('http://127.0.0.1:3000', url);
 }
 
 let receiver: CliProcess | undefined;
@@ -64,17 +69,18 @@ describe('feedback-receiver serve', () => {
       await worker.exited();
     }
 
-    const queue = new Queue(DELIVERIES_QUEUE, { connection: { url: redisUrl }, prefix });
-    try {
-      const job = await queue.getJob('d-feedback.created%3Afb_1');
-      expect(job?.data.record).toEqual({
-        id: 'fb_1',
-        title: 'Pay button does nothing',
-        url: 'https://shop.example.com/checkout',
-      });
-    } finally {
-      await queue.close();
-    }
+    // The README's redis-cli lines, against this test's Redis and prefix.
+    const { hostname, port } = new URL(redisUrl);
+    const lookup = readmeBlock('The job is in Redis')
+      .replaceAll("'feedback-receiver:", `'${prefix}:`)
+      .replaceAll('"feedback-receiver:', `"${prefix}:`)
+      .replaceAll('redis-cli ', `redis-cli -h ${hostname} -p ${port} `);
+    const { stdout: data } = await sh('bash', ['-euo', 'pipefail', '-c', lookup]);
+    expect(JSON.parse(data).record).toEqual({
+      id: 'fb_1',
+      title: 'Pay button does nothing',
+      url: 'https://shop.example.com/checkout',
+    });
     expect(receiver?.output()).toContain('"msg":"delivery queued"');
     expect(receiver?.output()).not.toContain('dev-secret');
   });

@@ -2,8 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './free-port.js';
-import { waitFor } from './wait-for.js';
+import { vi } from 'vitest';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -33,23 +32,26 @@ export function runCli(
   return { child, output: () => output, exited: () => exit };
 }
 
-/** Starts `feedback-receiver serve` on 127.0.0.1 (`env.PORT`, or a free port) until healthy. */
+/**
+ * Starts `feedback-receiver serve` on 127.0.0.1, on the port it is given or else on one the system
+ * picks (PORT=0), and resolves with the URL the receiver says it listens on.
+ */
 export async function startServe(
   env: Record<string, string>,
 ): Promise<{ cli: CliProcess; url: string }> {
-  const port = env.PORT === undefined ? await freePort() : Number(env.PORT);
-  const cli = runCli(['serve'], { PORT: String(port), HOST: '127.0.0.1', ...env });
-  const url = `http://127.0.0.1:${port}`;
-  await waitFor(
-    () =>
-      fetch(`${url}/healthz`).then(
-        (response) => response.ok,
-        () => false,
-      ),
-    { timeoutMs: 10_000, what: `feedback-receiver serve on ${url}` },
-  ).catch((error: Error) => {
+  const cli = runCli(['serve'], { PORT: '0', HOST: '127.0.0.1', ...env });
+  try {
+    const url = await vi.waitFor(
+      () => {
+        const listening = /"url":"([^"]+)"[^\n]*"msg":"receiver listening"/.exec(cli.output());
+        if (!listening) throw new Error(`serve has not said where it listens:\n${cli.output()}`);
+        return listening[1]!;
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    return { cli, url };
+  } catch (error) {
     cli.child.kill('SIGKILL');
-    throw new Error(`${error.message}\n${cli.output()}`);
-  });
-  return { cli, url };
+    throw error;
+  }
 }

@@ -12,6 +12,7 @@ import { createLogger } from '../../src/logger.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import {
   createDeliveryQueue,
+  type DeliveryQueue,
   type DeliveryQueueProducer,
   type JobRetention,
 } from '../../src/queue/deliveries-queue.js';
@@ -34,6 +35,8 @@ export interface TestReceiverOptions {
   dedupeTtlSeconds?: number;
   retention?: JobRetention;
   now?: () => number;
+  /** Puts something between the route and the real queue, to inject a failure. */
+  wrapQueue?: (queue: DeliveryQueue) => DeliveryQueue;
 }
 
 export interface TestReceiver {
@@ -78,7 +81,7 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
     }),
     bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
     invalidPayload: options.invalidPayload ?? 'quarantine',
-    deliveries,
+    deliveries: options.wrapQueue ? options.wrapQueue(deliveries) : deliveries,
     quarantine,
     logger,
     isReady: () => redisAnswers(connection),

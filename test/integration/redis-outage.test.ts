@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
@@ -40,6 +41,25 @@ describe('while Redis is unavailable', () => {
       expect(response.status).toBe(503);
     } finally {
       redis.resume();
+    }
+  });
+
+  it('answers 503 with Retry-After when Redis refuses writes, and stores nothing', async () => {
+    const admin = new Redis(redis.url);
+    try {
+      // No replica can acknowledge, so Redis refuses every write with NOREPLICAS.
+      await admin.config('SET', 'min-replicas-to-write', '1');
+      const response = await postSigned(receiver.app, { id: 'fb_refused' });
+      expect(response.status).toBe(503);
+      expect(response.headers['retry-after']).toBe('5');
+      expect(response.body).toMatchObject({ code: 'QUEUE_UNAVAILABLE' });
+      expect(receiver.logs).toContainEqual(
+        expect.objectContaining({ msg: 'delivery not stored: redis unavailable' }),
+      );
+      await admin.config('SET', 'min-replicas-to-write', '0');
+      expect(await receiver.deliveries.queue.count()).toBe(0);
+    } finally {
+      admin.disconnect();
     }
   });
 

@@ -33,7 +33,7 @@ describe('POST /webhooks/feedback', () => {
     expect(response.body).toEqual({ status: 'queued', id: `feedback.created:${record.id}` });
 
     const [job] = await receiver.deliveries.queue.getWaiting();
-    expect(job?.id).toBe(`d-feedback.created%3A${record.id}`);
+    expect((await receiver.deliveries.find(`feedback.created:${record.id}`))?.id).toBe(job?.id);
     expect(job?.name).toBe('feedback.created');
     expect(job?.data).toMatchObject({
       key: `feedback.created:${record.id}`,
@@ -52,14 +52,14 @@ describe('POST /webhooks/feedback', () => {
   it('still knows a duplicate after retention removed the first job', async () => {
     await receiver.close();
     receiver = await createTestReceiver({ retention: { removeOnComplete: true } });
-    await postSigned(receiver.app, record).expect(202);
+    const first = await postSigned(receiver.app, record).expect(202);
+    const jobId = (await receiver.deliveries.find(first.body.id))!.id!;
     const worker = new Worker(DELIVERIES_QUEUE, async () => 'done', {
       connection: { ...connectionOf(receiver), maxRetriesPerRequest: null },
       prefix: receiver.prefix,
     });
 
     try {
-      const jobId = `d-feedback.created%3A${record.id}`;
       await waitFor(async () => (await receiver.deliveries.queue.getJob(jobId)) === undefined, {
         what: 'the completed job to be removed',
       });
@@ -73,6 +73,26 @@ describe('POST /webhooks/feedback', () => {
       active: 0,
       completed: 0,
     });
+  });
+
+  it('answers 500 INTERNAL, without Retry-After, when storing fails for another reason', async () => {
+    await receiver.close();
+    receiver = await createTestReceiver({
+      wrapQueue: () => ({
+        enqueue: () => Promise.reject(new TypeError('a bug in the code that stores')),
+      }),
+    });
+    const response = await postSigned(receiver.app, record).expect(500);
+    expect(response.body).toMatchObject({ code: 'INTERNAL' });
+    expect(response.headers['retry-after']).toBeUndefined();
+    expect(JSON.stringify(response.body)).not.toContain('a bug in the code');
+    const line = receiver.logs.find((log) => log.msg === 'delivery not stored: internal error');
+    expect(line).toMatchObject({ level: 50, err: { type: 'TypeError' } });
+    expect((line?.err as { stack: string }).stack).toMatch(/a bug in the code that stores\n\s+at /);
+    const metrics = await receiver.metrics.registry.getSingleMetricAsString(
+      'feedback_receiver_deliveries_total',
+    );
+    expect(metrics).toContain('outcome="rejected",reason="internal"} 1');
   });
 
   it('queues exactly one job for identical deliveries sent at the same moment', async () => {
