@@ -3,8 +3,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The reliability suite runs on its own: npm run test:reliability.
-    exclude: [...configDefaults.exclude, 'test/reliability/**'],
+    // Each runs on its own: npm run test:reliability, npm run test:browser (needs Chromium).
+    exclude: [...configDefaults.exclude, 'test/reliability/**', 'test/browser/**'],
     globalSetup: ['test/helpers/global-setup.ts'],
     reporters: ['default', './test/helpers/summary-reporter.ts'],
     testTimeout: 20_000,

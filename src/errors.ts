@@ -10,6 +10,8 @@ export const ERROR_CODES = {
   SIGNATURE_MISSING: { status: 400, title: 'Signature header missing' },
   SIGNATURE_INVALID: { status: 401, title: 'Signature invalid' },
   ADMIN_UNAUTHORIZED: { status: 401, title: 'Admin token required' },
+  CROSS_SITE_REQUEST: { status: 403, title: 'Cross-site request refused' },
+  JOB_CHANGE_REFUSED: { status: 403, title: 'Adding or editing jobs refused' },
   PAYLOAD_INVALID: { status: 422, title: 'Payload invalid' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },

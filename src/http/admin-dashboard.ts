@@ -1,7 +1,11 @@
 /**
  * bull-board at /admin/queues: the deliveries and handler-runs queues, the dead letter (failed
  * runs), retries. Mounted only when ADMIN_TOKEN is set, and then only for requests that carry it:
- * as a Bearer token, or as the password of HTTP basic auth so that a browser can log in.
+ * as a Bearer token, or as the password of HTTP basic auth so that a browser can log in. A browser
+ * sends basic-auth credentials with any request to the site, including one that a page elsewhere
+ * makes it send, so state changes are taken only from the dashboard's own pages (see
+ * refuseCrossSite). Deliveries enter only through the signed route: no job can be added or have
+ * its data replaced from here.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
@@ -27,8 +31,51 @@ export function createAdminRouter({ token, queues }: AdminDashboardOptions): Rou
     options: { uiConfig: { boardTitle: 'feedback-receiver' } },
   });
   const router = express.Router();
-  router.use(ADMIN_PATH, requireToken(token), serverAdapter.getRouter() as Router);
+  router.use(ADMIN_PATH, refuseCrossSite, requireToken(token));
+  router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
+  router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
+  router.use(ADMIN_PATH, serverAdapter.getRouter() as Router);
   return router;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Refuses a state-changing request that a browser says comes from another site, whatever
+ * credentials it carries: by `Sec-Fetch-Site` where the browser sends it (every current one
+ * does), else by an `Origin` that is not this host. A request with neither comes from no browser
+ * (curl, a script), which cannot be made to send it by a page elsewhere.
+ */
+export function refuseCrossSite(req: Request, res: Response, next: NextFunction): void {
+  if (SAFE_METHODS.has(req.method)) return next();
+  const site = req.headers['sec-fetch-site'];
+  const origin = req.headers.origin;
+  const crossSite =
+    site !== undefined
+      ? site !== 'same-origin' && site !== 'none'
+      : origin !== undefined && !sameHost(origin, req.headers.host);
+  if (!crossSite) return next();
+  sendProblem(
+    res,
+    'CROSS_SITE_REQUEST',
+    'State changes are taken only from this site’s own pages.',
+  );
+}
+
+function sameHost(origin: string, host: string | undefined): boolean {
+  try {
+    return host !== undefined && new URL(origin).host === host;
+  } catch {
+    return false;
+  }
+}
+
+function refuseUnsignedJobs(_req: Request, res: Response): void {
+  sendProblem(
+    res,
+    'JOB_CHANGE_REFUSED',
+    'Jobs are not added or edited here: deliveries come only through the signed webhook route, `feedback-receiver send` and quarantine replay.',
+  );
 }
 
 function requireToken(token: string) {

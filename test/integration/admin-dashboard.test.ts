@@ -1,0 +1,112 @@
+/**
+ * The dashboard's defences, over real HTTP against a real Redis: no state change from another
+ * site whatever credentials it carries, and no job added or edited by hand.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Express } from 'express';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadReceiverConfig } from '../../src/config.js';
+import { createApp } from '../../src/http/app.js';
+import { createLogger } from '../../src/logger.js';
+import { createReceiverDeps, type ReceiverDeps } from '../../src/receiver.js';
+
+const ADMIN_TOKEN = 'admin-token-3e8a41';
+const basic = `Basic ${Buffer.from(`operator:${ADMIN_TOKEN}`).toString('base64')}`;
+const api = '/admin/queues/api/queues';
+
+let deps: ReceiverDeps;
+let app: Express;
+
+beforeAll(() => {
+  deps = createReceiverDeps(
+    loadReceiverConfig({
+      WEBHOOK_SECRET: 'admin-secret',
+      ADMIN_TOKEN,
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: `test-admin-${randomUUID().slice(0, 8)}`,
+    }),
+    createLogger({ level: 'silent' }),
+  );
+  app = createApp(deps);
+});
+afterAll(async () => {
+  await deps.close();
+});
+
+describe('the dashboard under /admin', () => {
+  it.each([
+    ['POST', `${api}/deliveries/add`, 'text/plain'],
+    ['POST', `${api}/deliveries/add`, 'application/x-www-form-urlencoded'],
+    ['PUT', `${api}/handler-runs/retry/failed`, 'text/plain'],
+    ['PUT', `${api}/pause`, 'text/plain'],
+    ['PATCH', `${api}/deliveries/some-job/update-data`, 'text/plain'],
+    ['DELETE', `${api}/deliveries/empty`, 'text/plain'],
+  ])(
+    'refuses a cross-site %s to %s (%s) that carries valid credentials',
+    async (method, path, type) => {
+      const response = await request(app)
+        [method.toLowerCase() as 'post'](path)
+        .set('Authorization', basic)
+        .set('Sec-Fetch-Site', 'cross-site')
+        .set('Origin', 'https://evil.example')
+        .set('Content-Type', type)
+        .send('{"name":"feedback.created","data":{}}')
+        .expect(403);
+      expect(response.body).toMatchObject({ code: 'CROSS_SITE_REQUEST' });
+      expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    },
+  );
+
+  it('refuses a POST from a same-site subdomain and one whose Origin is another host', async () => {
+    await request(app)
+      .put(`${api}/pause`)
+      .set('Authorization', basic)
+      .set('Sec-Fetch-Site', 'same-site')
+      .expect(403);
+    await request(app)
+      .put(`${api}/pause`)
+      .set('Authorization', basic)
+      .set('Origin', 'http://attacker.localhost:1234')
+      .expect(403);
+    expect(await deps.deliveries.queue.isPaused()).toBe(false);
+  });
+
+  it('refuses to add a job or replace its data, even from its own pages', async () => {
+    for (const queue of ['deliveries', 'handler-runs']) {
+      const response = await request(app)
+        .post(`${api}/${queue}/add`)
+        .set('Authorization', basic)
+        .set('Sec-Fetch-Site', 'same-origin')
+        .send({ name: 'feedback.created', data: { key: 'forged' } })
+        .expect(403);
+      expect(response.body).toMatchObject({ code: 'JOB_CHANGE_REFUSED' });
+    }
+    await request(app)
+      .patch(`${api}/deliveries/any-job/update-data`)
+      .set('Authorization', basic)
+      .set('Sec-Fetch-Site', 'same-origin')
+      .send({ data: { key: 'forged' } })
+      .expect(403);
+    expect(await deps.deliveries.queue.count()).toBe(0);
+  });
+
+  it('takes a state change from its own pages, and from a client that is no browser', async () => {
+    await request(app)
+      .put(`${api}/pause`)
+      .set('Authorization', basic)
+      .set('Sec-Fetch-Site', 'same-origin')
+      .expect(200);
+    expect(await deps.deliveries.queue.isPaused()).toBe(true);
+    await request(app)
+      .put(`${api}/resume`)
+      .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
+      .expect(200);
+    expect(await deps.deliveries.queue.isPaused()).toBe(false);
+  });
+
+  it('answers 401 without the token, before anything else', async () => {
+    await request(app).get('/admin/queues').expect(401);
+    await request(app).put(`${api}/pause`).set('Sec-Fetch-Site', 'same-origin').expect(401);
+  });
+});
