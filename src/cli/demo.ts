@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * `npm run demo`: a private Redis, the sandbox, the receiver and a worker with the example triage
  * rules, all on 127.0.0.1; the hook registered the way `hooks register` does it; a handful of
@@ -20,7 +21,6 @@ import { startWorker } from '../worker-process.js';
 import { TRIAGE_HANDLER_NAME } from '../worker/triage/triage-handler.js';
 import type { Command } from './command.js';
 import { startEmbeddedRedis } from './embedded-redis.js';
-import { freePort } from './free-port.js';
 import { registerHook } from './register-hook.js';
 
 const RULES = fileURLToPath(new URL('../../examples/triage-rules.jsonc', import.meta.url));
@@ -73,22 +73,12 @@ and after; and stops everything. --verbose shows every component's log lines.`,
       );
       cleanup.unshift(sandbox.close);
 
-      const port = await freePort();
-      const api = createApiClient({ baseUrl: sandbox.url, token: SANDBOX_TOKEN });
-      const { secret } = await step(
-        `Registering http://127.0.0.1:${port}/webhooks/feedback as a hook of ${PROJECT}`,
-        () =>
-          registerHook(api, {
-            projectId: PROJECT,
-            url: `http://127.0.0.1:${port}/webhooks/feedback`,
-          }),
-      );
-
+      const secret = randomBytes(32).toString('base64url');
       const receiver = await step('Starting the receiver', () =>
         startReceiver(
           loadReceiverConfig({
             WEBHOOK_SECRET: secret,
-            PORT: String(port),
+            PORT: '0',
             HOST: '127.0.0.1',
             REDIS_URL: redisUrl,
             QUEUE_PREFIX: prefix,
@@ -97,6 +87,12 @@ and after; and stops everything. --verbose shows every component's log lines.`,
         ),
       );
       cleanup.unshift(receiver.close);
+
+      const api = createApiClient({ baseUrl: sandbox.url, token: SANDBOX_TOKEN });
+      const hookUrl = `${receiver.url}/webhooks/feedback`;
+      await step(`Registering ${hookUrl} as a hook of ${PROJECT}`, () =>
+        registerHook(api, { projectId: PROJECT, url: hookUrl, secret }),
+      );
 
       const worker = await step('Starting a worker with examples/triage-rules.jsonc', () =>
         startWorker(

@@ -26,22 +26,36 @@ export class RedisNotFoundError extends Error {
   }
 }
 
+/** Ports tried before giving up, when the one picked was taken before redis-server bound it. */
+const PORT_TRIES = 5;
+
 /**
  * @throws {RedisNotFoundError} when redis-server is not on the PATH.
- * @throws {Error} when it does not answer within 10 seconds.
+ * @throws {Error} when it does not answer within 10 seconds, or exits at start.
  */
-export async function startEmbeddedRedis({
-  dir,
-  appendOnly,
-  port: wanted,
-}: {
+export async function startEmbeddedRedis(options: {
   dir: string;
   appendOnly: boolean;
   /** Default: a free port. */
   port?: number;
 }): Promise<EmbeddedRedis> {
-  mkdirSync(dir, { recursive: true });
-  const port = wanted ?? (await freePort());
+  mkdirSync(options.dir, { recursive: true });
+  // redis-server cannot listen on port 0 and say which port it got, so a free port is picked
+  // first; another process may take it before redis-server binds it, and then another is tried.
+  for (let tries = 1; ; tries += 1) {
+    const port = options.port ?? (await freePort());
+    const started = await startOn(port, options);
+    if (started !== 'exited') return started;
+    if (options.port !== undefined || tries === PORT_TRIES) {
+      throw new Error(`redis-server could not start on port ${port} (is it taken?)`);
+    }
+  }
+}
+
+async function startOn(
+  port: number,
+  { dir, appendOnly }: { dir: string; appendOnly: boolean },
+): Promise<EmbeddedRedis | 'exited'> {
   const child = spawn(
     'redis-server',
     [
@@ -67,7 +81,18 @@ export async function startEmbeddedRedis({
     throw (error as NodeJS.ErrnoException).code === 'ENOENT' ? new RedisNotFoundError() : error;
   });
   const exited = once(child, 'exit');
-  await Promise.race([failed, waitForPing(port)]);
+  const stopPinging = new AbortController();
+  const outcome = await Promise.race([
+    failed,
+    exited.then(() => 'exited' as const),
+    waitUntilServing(port, child.pid!, stopPinging.signal).then(() => 'up' as const),
+  ])
+    .catch((error: unknown) => {
+      child.kill('SIGKILL');
+      throw error;
+    })
+    .finally(() => stopPinging.abort());
+  if (outcome === 'exited') return 'exited';
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -81,9 +106,10 @@ export async function startEmbeddedRedis({
   };
 }
 
-async function waitForPing(port: number): Promise<void> {
+/** Waits until the redis-server with this pid answers on the port (not another that took it). */
+async function waitUntilServing(port: number, pid: number, stopped: AbortSignal): Promise<void> {
   const deadline = Date.now() + 10_000;
-  for (;;) {
+  while (!stopped.aborted) {
     const probe = new Redis(port, '127.0.0.1', {
       lazyConnect: true,
       maxRetriesPerRequest: 0,
@@ -92,7 +118,7 @@ async function waitForPing(port: number): Promise<void> {
     probe.on('error', () => {});
     try {
       await probe.connect();
-      if ((await probe.ping()) === 'PONG') return;
+      if ((await probe.info('server')).includes(`\nprocess_id:${pid}\r`)) return;
     } catch {
       // not up yet
     } finally {

@@ -2,18 +2,17 @@
  * The command line as a user drives it: the sandbox, serve and work as separate processes, and
  * the one-off commands against them.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createQuarantine } from '../../src/queue/quarantine.js';
 import { SANDBOX_STARTUP_TOKEN, SANDBOX_TOKEN } from '../../src/sandbox/seed.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
-import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
-import { freePort } from '../helpers/free-port.js';
+import { reportedUrl, runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -51,28 +50,27 @@ async function recordInSandbox(id: string) {
 }
 
 beforeAll(async () => {
-  const sandboxPort = await freePort();
-  const sandbox = runCli(['sandbox', '--port', String(sandboxPort)], {});
+  const sandbox = runCli(['sandbox', '--port', '0'], {});
   background.push(sandbox);
-  sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
-  await waitFor(() => sandbox.output().includes('sandbox listening'), { what: 'the sandbox' });
+  sandboxUrl = await reportedUrl(sandbox, 'sandbox listening');
 
-  // hooks register first: it makes the secret the receiver then starts with.
-  const receiverPort = await freePort();
-  receiverUrl = `http://127.0.0.1:${receiverPort}`;
+  secret = randomBytes(32).toString('base64url');
+  const serve = await startServe({ WEBHOOK_SECRET: secret, ...redisEnv() });
+  receiverUrl = serve.url;
   const registered = await cli(
-    ['hooks', 'register', '--project', 'prj_shop', '--url', `${receiverUrl}/webhooks/feedback`],
+    [
+      'hooks',
+      'register',
+      '--project',
+      'prj_shop',
+      '--url',
+      `${receiverUrl}/webhooks/feedback`,
+      '--secret',
+      secret,
+    ],
     apiEnv(),
   );
   expect(registered.code).toBe(0);
-  secret = /shown this once.*\n\n\s+(\S+)\n/.exec(registered.output)?.[1] ?? '';
-  expect(secret.length).toBeGreaterThanOrEqual(32);
-
-  const serve = await startServe({
-    WEBHOOK_SECRET: secret,
-    PORT: String(receiverPort),
-    ...redisEnv(),
-  });
   background.push(serve.cli);
   const work = runCli(['work'], {
     TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
@@ -104,6 +102,17 @@ describe('feedback-receiver, end to end against the sandbox', () => {
       { timeoutMs: 10_000, what: 'the record to be triaged' },
     );
     expect(triaged).toMatchObject({ priority: 'Critical', type_id: 1, type: 'Bug' });
+  });
+
+  it('generates a strong secret and shows it once when none is given', async () => {
+    const registered = await cli(
+      ['hooks', 'register', '--project', 'prj_shop', '--url', 'http://127.0.0.1:9/elsewhere'],
+      apiEnv(),
+    );
+    expect(registered.code).toBe(0);
+    const generated = /shown this once.*\n\n\s+(\S+)\n/.exec(registered.output)?.[1] ?? '';
+    expect(generated).toMatch(/^[\w-]{43}$/);
+    expect(registered.output.split(generated)).toHaveLength(3); // the secret, and the serve line
   });
 
   it("refuses a delivery signed with a wrong secret, and the sandbox's retry is seen", async () => {
@@ -324,12 +333,11 @@ describe('feedback-receiver demo', () => {
 describe('feedback-receiver start', () => {
   it('starts its own Redis when REDIS_URL is unset, and says so first', async () => {
     const cwd = await mkdtemp(join(tmpdir(), 'start-'));
-    const port = await freePort();
     const start = runCli(
       ['start'],
       {
         WEBHOOK_SECRET: 'start-secret',
-        PORT: String(port),
+        PORT: '0',
         HOST: '127.0.0.1',
         TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
         TRIAGE_DRY_RUN: 'true',
@@ -337,17 +345,10 @@ describe('feedback-receiver start', () => {
       { cwd },
     );
     try {
-      await waitFor(
-        () =>
-          fetch(`http://127.0.0.1:${port}/readyz`).then(
-            (r) => r.ok,
-            () => false,
-          ),
-        {
-          timeoutMs: 15_000,
-          what: `start\n${start.output()}`,
-        },
-      );
+      const url = await reportedUrl(start, 'receiver listening');
+      await vi.waitFor(async () => expect((await fetch(`${url}/readyz`)).status).toBe(200), {
+        timeout: 15_000,
+      });
       const first = JSON.parse(start.output().split('\n')[0]!) as { msg: string; dir: string };
       expect(first.msg).toBe('REDIS_URL not set: started a private redis-server');
       expect(first.dir).toBe(join(cwd, '.feedback-receiver/redis'));

@@ -9,14 +9,13 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
 import { HANDLER_RUNS_QUEUE } from '../../src/queue/handler-runs-queue.js';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
-import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import { reportedUrl, runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
 import { countCompletedRuns } from '../helpers/completed-runs.js';
 import {
   API_TOKEN,
   startFakeFeedbackApi,
   type FakeFeedbackApi,
 } from '../helpers/fake-feedback-api.js';
-import { freePort } from '../helpers/free-port.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -126,13 +125,15 @@ describe('feedback-receiver work', () => {
   });
 
   it('serves /healthz, /readyz and /metrics on METRICS_PORT, counting runs and API calls', async () => {
-    const metricsPort = await freePort();
     const url = await startReceiver();
-    await startWork({
+    const worker = await startWork({
       TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
-      METRICS_PORT: String(metricsPort),
+      METRICS_PORT: '0',
     });
-    const probes = `http://127.0.0.1:${metricsPort}`;
+    const probes = await reportedUrl(
+      worker,
+      'worker probes listening (/healthz, /readyz, /metrics)',
+    );
     expect((await fetch(`${probes}/healthz`)).status).toBe(200);
     expect((await fetch(`${probes}/readyz`)).status).toBe(200);
     await postSigned(url, { id: 'fb_metrics', title: 'It crashed', priority_id: 1 });

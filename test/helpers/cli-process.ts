@@ -33,6 +33,22 @@ export function runCli(
 }
 
 /**
+ * The URL a process reports in its log line `message` (`{"url": ..., "msg": message}`), once it
+ * has written it. Processes listen on port 0 and say which port they got, so no two race for one.
+ */
+export async function reportedUrl(cli: CliProcess, message: string): Promise<string> {
+  const line = new RegExp(`"url":"([^"]+)"[^\\n]*"msg":"${message.replace(/[()]/g, '\\$&')}"`);
+  return vi.waitFor(
+    () => {
+      const found = line.exec(cli.output())?.[1];
+      if (found === undefined) throw new Error(`no "${message}" line yet:\n${cli.output()}`);
+      return found;
+    },
+    { timeout: 10_000, interval: 20 },
+  );
+}
+
+/**
  * Starts `feedback-receiver serve` on 127.0.0.1, on the port it is given or else on one the system
  * picks (PORT=0), and resolves with the URL the receiver says it listens on.
  */
@@ -41,15 +57,7 @@ export async function startServe(
 ): Promise<{ cli: CliProcess; url: string }> {
   const cli = runCli(['serve'], { PORT: '0', HOST: '127.0.0.1', ...env });
   try {
-    const url = await vi.waitFor(
-      () => {
-        const listening = /"url":"([^"]+)"[^\n]*"msg":"receiver listening"/.exec(cli.output());
-        if (!listening) throw new Error(`serve has not said where it listens:\n${cli.output()}`);
-        return listening[1]!;
-      },
-      { timeout: 10_000, interval: 20 },
-    );
-    return { cli, url };
+    return { cli, url: await reportedUrl(cli, 'receiver listening') };
   } catch (error) {
     cli.child.kill('SIGKILL');
     throw error;
