@@ -1,6 +1,9 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** Imports a module of one layer may not make, with why. */
+const restrictedImports = (patterns) => ['error', { patterns }];
+
 export default tseslint.config(
   { ignores: ['dist/', 'dist-bench/', 'node_modules/', 'coverage/'] },
   js.configs.recommended,
@@ -18,6 +21,18 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware rules: a promise nobody awaits loses its errors; one passed where a callback
+    // returning nothing is expected (an event listener, say) does too.
+    files: ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
     // Configuration is read once, in src/config.ts; everything else gets it passed down.
     files: ['src/**/*.ts'],
     ignores: ['src/config.ts'],
@@ -30,6 +45,43 @@ export default tseslint.config(
           message: 'Read configuration through src/config.ts.',
         },
       ],
+    },
+  },
+  {
+    // The command line sits on top: nothing imports it.
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**'],
+    rules: {
+      'no-restricted-imports': restrictedImports([
+        {
+          group: ['**/cli/*', '**/cli/**'],
+          message: 'Nothing imports the command line (src/cli).',
+        },
+      ]),
+    },
+  },
+  {
+    // Signature schemes and payloads are pure: no framework, no queue, no Redis.
+    files: ['src/webhooks/**/*.ts'],
+    rules: {
+      'no-restricted-imports': restrictedImports([
+        { group: ['express', 'express/*'], message: 'src/webhooks knows nothing of Express.' },
+        { group: ['bullmq', 'bullmq/*'], message: 'src/webhooks knows nothing of BullMQ.' },
+        { group: ['ioredis', 'ioredis/*'], message: 'src/webhooks knows nothing of Redis.' },
+        {
+          group: ['**/cli/*', '**/cli/**'],
+          message: 'Nothing imports the command line (src/cli).',
+        },
+      ]),
+    },
+  },
+  {
+    // The logger is built before configuration is read, and configuration errors are logged.
+    files: ['src/logger.ts'],
+    rules: {
+      'no-restricted-imports': restrictedImports([
+        { group: ['./config.js'], message: 'logger.ts does not depend on config.ts.' },
+      ]),
     },
   },
 );

@@ -6,14 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseByteSize } from './byte-size.js';
+import { LOG_LEVELS } from './logger.js';
 import { SIGNATURE_SCHEMES, type SignatureSchemeName } from './webhooks/signature-scheme.js';
 import { decodeStandardWebhookSecret } from './webhooks/standard-webhooks.js';
 
 export const INVALID_PAYLOAD_MODES = ['quarantine', 'reject'] as const;
 export type InvalidPayloadMode = (typeof INVALID_PAYLOAD_MODES)[number];
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+import type { LogLevel } from './logger.js';
+export type { LogLevel };
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z

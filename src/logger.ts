@@ -1,7 +1,9 @@
 import { pino, type Logger } from 'pino';
-import type { LogLevel } from './config.js';
 
 export type { Logger };
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const CENSOR = '[redacted]';
 

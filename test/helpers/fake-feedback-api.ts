@@ -37,7 +37,7 @@ export async function startFakeFeedbackApi(): Promise<FakeFeedbackApi> {
   const requests: RecordedRequest[] = [];
   let responder: Responder | undefined;
 
-  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
@@ -49,14 +49,20 @@ export async function startFakeFeedbackApi(): Promise<FakeFeedbackApi> {
       at: Date.now(),
     };
     requests.push(request);
-    const answer = (await responder?.(request)) ?? defaultAnswer(request);
-    if (answer === 'hang') return;
-    if (answer === 'drop') {
+    const answered = (await responder?.(request)) ?? defaultAnswer(request);
+    if (answered === 'hang') return;
+    if (answered === 'drop') {
       req.socket.destroy();
       return;
     }
-    res.writeHead(answer.status, { 'Content-Type': 'application/json', ...answer.headers });
-    res.end(answer.body === undefined ? '' : JSON.stringify(answer.body));
+    res.writeHead(answered.status, { 'Content-Type': 'application/json', ...answered.headers });
+    res.end(answered.body === undefined ? '' : JSON.stringify(answered.body));
+  };
+  // A request the fake cannot read (a body that is not JSON) is answered 500, not left unhandled.
+  const server = createServer((req, res) => {
+    answer(req, res).catch((error: unknown) => {
+      res.writeHead(500).end(String(error));
+    });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

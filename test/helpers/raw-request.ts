@@ -51,7 +51,7 @@ export function sendRaw(base: string, raw: RawRequest): Promise<RawAnswer> {
       const text = Buffer.concat(received).toString('utf8');
       resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), text });
     });
-    socket.once('connect', async () => {
+    const send = async () => {
       const write = (data: Buffer | string) =>
         socket.write(data)
           ? Promise.resolve()
@@ -76,7 +76,9 @@ export function sendRaw(base: string, raw: RawRequest): Promise<RawAnswer> {
         );
       }
       if (chunked && !socket.destroyed) socket.write('0\r\n\r\n');
-    });
+    };
+    // A write that fails ends the connection, which resolves with what was received.
+    socket.once('connect', () => void send().catch(() => socket.destroy()));
   });
 }
 

@@ -45,8 +45,8 @@ describe('the dashboard under /admin', () => {
   ])(
     'refuses a cross-site %s to %s (%s) that carries valid credentials',
     async (method, path, type) => {
-      const response = await request(app)
-        [method.toLowerCase() as 'post'](path)
+      const agent = request(app);
+      const response = await agent[method.toLowerCase() as 'post'](path)
         .set('Authorization', basic)
         .set('Sec-Fetch-Site', 'cross-site')
         .set('Origin', 'https://evil.example')
