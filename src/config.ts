@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { parseByteSize } from './byte-size.js';
+import bytes from 'bytes';
 import { LOG_LEVELS } from './logger.js';
 import { SIGNATURE_SCHEMES, type SignatureSchemeName } from './webhooks/signature-scheme.js';
 import { decodeStandardWebhookSecret } from './webhooks/standard-webhooks.js';
@@ -24,13 +24,14 @@ const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .transform(Number)
     .refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`);
 
+/** A size as Express and body-parser write it: `1048576`, `512kb`, `1mb` (1kb = 1024 bytes). */
 const byteSize = z.string().transform((text, ctx) => {
-  const bytes = parseByteSize(text);
-  if (bytes === undefined || bytes < 1) {
+  const size = bytes.parse(text);
+  if (size === null || !Number.isSafeInteger(size) || size < 1) {
     ctx.addIssue({ code: 'custom', message: 'expected a size such as 1048576, 512kb or 1mb' });
     return z.NEVER;
   }
-  return bytes;
+  return size;
 });
 
 /** An HTTP header name as RFC 9110 allows it (a "token"). */

@@ -1,57 +1,58 @@
 /**
- * Reads JSON with comments (`//`, `/* *\/`) and trailing commas, as editors write JSONC, so a
- * rules file can explain itself. Strings are left alone; comments become spaces and newlines stay,
- * so the line of a JSON error is still right.
+ * Reads JSON with comments and trailing commas, as editors write JSONC, so a rules file can
+ * explain itself; and says where in the text a value sits, so an error names its line and column.
+ * The parsing is jsonc-parser's, the one VS Code uses for its own settings files.
  */
-export function parseJsonc(text: string): unknown {
-  return JSON.parse(toStrictJson(text));
+import {
+  findNodeAtLocation,
+  getNodeValue,
+  parseTree,
+  printParseErrorCode,
+  type ParseError,
+} from 'jsonc-parser';
+
+export interface JsoncDocument {
+  readonly value: unknown;
+  /** `line:column` (both from 1) of the value at `path`, or of its nearest parent that exists. */
+  positionOf(path: readonly PropertyKey[]): string;
 }
 
-export function toStrictJson(text: string): string {
-  let out = '';
-  let i = 0;
-  while (i < text.length) {
-    const char = text[i]!;
-    if (char === '"') {
-      const start = i;
-      i += 1;
-      while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
-      i += 1;
-      out += text.slice(start, i);
-    } else if (char === '/' && text[i + 1] === '/') {
-      const end = text.indexOf('\n', i);
-      const stop = end === -1 ? text.length : end;
-      out += ' '.repeat(stop - i);
-      i = stop;
-    } else if (char === '/' && text[i + 1] === '*') {
-      const end = text.indexOf('*/', i + 2);
-      const stop = end === -1 ? text.length : end + 2;
-      out += text.slice(i, stop).replace(/[^\n]/g, ' ');
-      i = stop;
-    } else if (char === ',' && /^\s*[\]}]/.test(withoutComments(text, i + 1))) {
-      out += ' ';
-      i += 1;
-    } else {
-      out += char;
-      i += 1;
-    }
-  }
-  return out;
+export class JsoncSyntaxError extends Error {
+  override readonly name = 'JsoncSyntaxError';
 }
 
-/** The text from `start` up to the next character that is not white space or a comment. */
-function withoutComments(text: string, start: number): string {
-  let i = start;
-  for (;;) {
-    while (i < text.length && /\s/.test(text[i]!)) i += 1;
-    if (text.startsWith('//', i)) {
-      const end = text.indexOf('\n', i);
-      i = end === -1 ? text.length : end;
-    } else if (text.startsWith('/*', i)) {
-      const end = text.indexOf('*/', i + 2);
-      i = end === -1 ? text.length : end + 2;
-    } else {
-      return text.slice(i, i + 1);
-    }
+/** @throws {JsoncSyntaxError} naming the line and column of each problem. */
+export function parseJsonc(text: string): JsoncDocument {
+  const errors: ParseError[] = [];
+  const tree = parseTree(text, errors, { allowTrailingComma: true, allowEmptyContent: false });
+  if (errors.length > 0 || tree === undefined) {
+    const problems = errors.map(
+      (error) => `${position(text, error.offset)} ${describeParseError(error)}`,
+    );
+    throw new JsoncSyntaxError(problems.join('; ') || 'empty');
   }
+  return {
+    value: getNodeValue(tree) as unknown,
+    positionOf(path) {
+      const keys = path.filter((key) => typeof key !== 'symbol');
+      for (let depth = keys.length; depth >= 0; depth -= 1) {
+        const node = findNodeAtLocation(tree, keys.slice(0, depth));
+        if (node) return position(text, node.offset);
+      }
+      return position(text, tree.offset);
+    },
+  };
+}
+
+function describeParseError({ error }: ParseError): string {
+  // InvalidSymbol -> "invalid symbol"
+  return printParseErrorCode(error)
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase();
+}
+
+function position(text: string, offset: number): string {
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  return `${line}:${offset - before.lastIndexOf('\n')}`;
 }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { FeedbackPatch } from '../../api/resources.js';
-import { parseJsonc } from './jsonc.js';
+import { parseJsonc, type JsoncDocument } from './jsonc.js';
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
 
@@ -141,20 +141,24 @@ export class TriageRulesError extends Error {
 /**
  * Parses and validates a rules file's text: JSON, with comments and trailing commas allowed.
  *
- * @throws {TriageRulesError} with the JSON path of every problem, e.g. `rules[2].when.lte`.
+ * @throws {TriageRulesError} with the line, column and JSON path of every problem, e.g.
+ *   `12:18 rules[2].when.lte: ...`.
  */
 export function parseTriageRules(text: string, source: string): TriageRules {
-  let json: unknown;
+  let document: JsoncDocument;
   try {
-    json = parseJsonc(text);
+    document = parseJsonc(text);
   } catch (error) {
     throw new TriageRulesError(
       `TRIAGE_RULES ${source}: not JSON: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
-  const parsed = TriageRulesSchema.safeParse(json);
+  const parsed = TriageRulesSchema.safeParse(document.value);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `${jsonPath(issue.path)}: ${issue.message}`);
+    const lines = parsed.error.issues.map(
+      (issue) =>
+        `${document.positionOf(issue.path)} ${jsonPath(issue.path)}: ${issue.message}`,
+    );
     throw new TriageRulesError(`TRIAGE_RULES ${source}:\n  ${lines.join('\n  ')}`);
   }
   return { mode: parsed.data.mode, rules: parsed.data.rules };

@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   loadTriageRules,
   parseTriageRules,
   TriageRulesError,
 } from '../../../../src/worker/triage/rules.js';
-import { parseJsonc, toStrictJson } from '../../../../src/worker/triage/jsonc.js';
+import { parseJsonc } from '../../../../src/worker/triage/jsonc.js';
 
 const EXAMPLE = new URL('../../../../examples/triage-rules.jsonc', import.meta.url);
 
@@ -81,28 +80,41 @@ describe('parseJsonc', () => {
       // a comment
       "url": "https://example.com/*not a comment*/", /* block */ "n": 1
     }`;
-    expect(parseJsonc(text)).toEqual({
+    expect(parseJsonc(text).value).toEqual({
       url: 'https://example.com/*not a comment*/',
       n: 1,
     });
   });
 
   it('keeps escaped quotes inside strings', () => {
-    expect(parseJsonc('{"a": "say \\"hi\\" // not a comment"}')).toEqual({
+    expect(parseJsonc('{"a": "say \\"hi\\" // not a comment"}').value).toEqual({
       a: 'say "hi" // not a comment',
     });
   });
 
   it('drops trailing commas, even before a comment, but not commas in strings', () => {
-    expect(parseJsonc('{"a": [1, 2,], "b": ",]", /* x */ "c": {"d": 1, // y\n},}')).toEqual({
+    expect(parseJsonc('{"a": [1, 2,], "b": ",]", /* x */ "c": {"d": 1, // y\n},}').value).toEqual({
       a: [1, 2],
       b: ',]',
       c: { d: 1 },
     });
   });
 
-  it('keeps line numbers, so JSON errors point at the right line', () => {
-    const text = readFileSync(EXAMPLE, 'utf8');
-    expect(toStrictJson(text).split('\n').length).toBe(text.split('\n').length);
+  it('names the line and column of a syntax error', () => {
+    expect(() => parseJsonc('{\n  "a": 1,\n  "b" 2\n}')).toThrow(/^3:7 colon expected/);
+  });
+
+  it('says where a value sits, or its nearest parent', () => {
+    const document = parseJsonc('{\n  "rules": [\n    {"name": "x"}\n  ]\n}');
+    expect(document.positionOf(['rules', 0, 'name'])).toBe('3:14');
+    expect(document.positionOf(['rules', 0, 'when'])).toBe('3:5');
+  });
+});
+
+describe('parseTriageRules', () => {
+  it('names the line and column as well as the JSON path of a problem', () => {
+    const text =
+      '{\n  "rules": [\n    {"name": "x", "when": {"field": "rating", "gte": "high"}, "set": {"priority_id": 1}}\n  ]\n}';
+    expect(() => parseTriageRules(text, 'rules.jsonc')).toThrow(/\n {2}3:\d+ rules\[0\]\.when/);
   });
 });
