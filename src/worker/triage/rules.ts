@@ -156,8 +156,7 @@ export function parseTriageRules(text: string, source: string): TriageRules {
   const parsed = TriageRulesSchema.safeParse(document.value);
   if (!parsed.success) {
     const lines = parsed.error.issues.map(
-      (issue) =>
-        `${document.positionOf(issue.path)} ${jsonPath(issue.path)}: ${issue.message}`,
+      (issue) => `${document.positionOf(issue.path)} ${jsonPath(issue.path)}: ${issue.message}`,
     );
     throw new TriageRulesError(`TRIAGE_RULES ${source}:\n  ${lines.join('\n  ')}`);
   }
