@@ -4,9 +4,9 @@
  * A run made while routing (the first attempt) has no job of its own: its success is written as a
  * marker with the deduplication TTL, checked by a routing job that starts again (after a crash, a
  * completion Redis never got, or a retry). The markers of all runs that succeed within a short
- * window go out together, in one write, after the runs' jobs have moved on: a round trip per run
- * on the job's path cost a third of the worker's throughput. Until its marker is in Redis, a
- * success is held in memory, which the same check reads.
+ * window go out together, in one write, after the runs' jobs have moved on, so a run adds no
+ * round trip to its job's path. Until its marker is in Redis, a success is held in memory, which
+ * the same check reads.
  *
  * A queued run's success is recorded by BullMQ's completion of its job, with one command after
  * the handler returns. When Redis is away at that moment, the command waits for it; if Redis is

@@ -1,7 +1,7 @@
 /**
  * What a handler is given for one attempt of a run. Its logger, API client and abort signal are
- * made when the handler first reads them: making all three for every run was a fifth of the
- * worker's own cost per delivery, and a handler that has nothing to do for a record uses none.
+ * made when the handler first reads them: a handler that has nothing to do for a record uses
+ * none of them, and the run should not pay for them.
  */
 import type { ApiClient, FeedbackApi } from '../api/client.js';
 import type { Logger } from '../logger.js';
