@@ -13,6 +13,8 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { format, resolveConfig } from 'prettier';
 import { startEmbeddedRedis } from '../src/cli/embedded-redis.js';
+import { benchLatency } from './latency-bench.js';
+import { choosePinning } from './pinning.js';
 import { benchReceiver } from './receiver-bench.js';
 import { HEADLINE_CONCURRENCY, renderReport } from './report.js';
 import { benchTriage } from './triage-bench.js';
@@ -29,11 +31,17 @@ const quick = values.quick;
 const dir = await mkdtemp(join(tmpdir(), 'feedback-receiver-bench-'));
 const redisServer = await startEmbeddedRedis({ dir, appendOnly: false });
 const redis = new Redis(redisServer.url);
+const pinning = choosePinning();
+const redisPid = redisServer.process.pid;
+if (redisPid !== undefined) pinning.pin(redisPid, 'rest');
+pinning.pin(process.pid, 'rest');
 const started = Date.now();
 try {
   const receiver = await benchReceiver({
     redis,
     redisUrl: redisServer.url,
+    redisPid,
+    pinning,
     concurrencies: [10, 50, 200],
     workAloneAt: HEADLINE_CONCURRENCY,
     rounds: quick ? 1 : 5,
@@ -41,6 +49,8 @@ try {
     seconds: quick ? 2 : 5,
     warmupSeconds: quick ? 1 : 2,
   });
+  // The worker under test runs in this process: it takes the server's core for the drains.
+  pinning.pin(process.pid, 'server');
   const worker = await benchWorker({
     redis,
     redisUrl: redisServer.url,
@@ -49,6 +59,14 @@ try {
     // Enough that a round lasts a second or more at concurrency 50, so its start and its
     // ramp-up weigh little against the steady rate a running worker sustains.
     jobs: quick ? 500 : 10_000,
+  });
+  pinning.pin(process.pid, 'rest');
+  const latency = await benchLatency({
+    redis,
+    redisUrl: redisServer.url,
+    pinning,
+    rates: [100, 1_000],
+    seconds: quick ? 2 : 10,
   });
   const triage = await benchTriage({
     redisUrl: redisServer.url,
@@ -62,8 +80,10 @@ try {
     cpu: cpus()[0]?.model ?? 'unknown',
     minutes: (Date.now() - started) / 60_000,
     quick,
+    pinning: pinning.description,
     receiver,
     worker,
+    latency,
     triage,
   });
   process.stdout.write(`\n${report.summary}\n`);

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Pinning } from './pinning.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 export const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
@@ -15,13 +16,17 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** Runs `node <args>` (output discarded) and waits until it accepts connections on `port`. */
+/**
+ * Runs `node <args>` (output discarded) on the server's core and waits until it accepts
+ * connections on `port`.
+ */
 export async function startServer(
+  pinning: Pinning,
   args: string[],
   port: number,
   env: Record<string, string> = {},
 ): Promise<Server> {
-  const child = spawn(process.execPath, args, {
+  const child = spawn(...pinning.command('server', process.execPath, args), {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -81,11 +86,21 @@ export function cpuMicros(pid: number | undefined): number {
 /** USER_HZ, which Linux fixes at 100 for /proc on every architecture Node runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** Runs a node script to its end and returns its last line of output, parsed as JSON. */
-export async function runJsonProcess<T>(script: string, argument: unknown): Promise<T> {
-  const child = spawn(process.execPath, [script, JSON.stringify(argument)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+/**
+ * Runs a node script (a load generator) to its end, away from the server's core, and returns its
+ * last line of output, parsed as JSON.
+ */
+export async function runJsonProcess<T>(
+  pinning: Pinning,
+  script: string,
+  argument: unknown,
+): Promise<T> {
+  const child = spawn(
+    ...pinning.command('rest', process.execPath, [script, JSON.stringify(argument)]),
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const [code] = await once(child, 'exit');

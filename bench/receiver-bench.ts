@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { freePort } from '../src/cli/free-port.js';
 import type { LoadResult, LoadSettings } from './load-client.js';
+import type { Pinning } from './pinning.js';
 import {
   CLI,
   cpuMicros,
@@ -31,6 +32,9 @@ export type Target = (typeof TARGETS)[number];
 export interface ReceiverBenchOptions {
   readonly redis: Redis;
   readonly redisUrl: string;
+  /** The redis-server's pid, for its CPU time per request. */
+  readonly redisPid: number | undefined;
+  readonly pinning: Pinning;
   readonly concurrencies: readonly number[];
   /** The one concurrency at which 'work alone' is measured too (it is a ceiling, not a rival). */
   readonly workAloneAt: number;
@@ -42,9 +46,10 @@ export interface ReceiverBenchOptions {
   readonly warmupSeconds: number;
 }
 
-/** One round's load result, and the server's CPU time per answered request. */
+/** One round's load result, and the server's and Redis's CPU time per answered request. */
 export interface RoundResult extends LoadResult {
   readonly serverCpuMicrosPerRequest: number;
+  readonly redisCpuMicrosPerRequest: number;
 }
 
 export interface ReceiverBenchResult {
@@ -68,7 +73,7 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
   const { redis } = options;
   const servers = new Map<Target, Server>();
   try {
-    for (const target of TARGETS) servers.set(target, await startTarget(target, options.redisUrl));
+    for (const target of TARGETS) servers.set(target, await startTarget(target, options));
     const fullPath = servers.get('full path')!;
     const rssBeforeMiB = rssMiB(fullPath.child.pid);
     let sustainedSeconds = 0;
@@ -91,14 +96,17 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
       };
       const pid = servers.get(target)!.child.pid;
       const cpuBefore = cpuMicros(pid);
-      const result = await runJsonProcess<LoadResult>(LOAD_CLIENT, settings);
-      const serverCpuMicrosPerRequest = (cpuMicros(pid) - cpuBefore) / (result.ok + result.notOk);
+      const redisCpuBefore = cpuMicros(options.redisPid);
+      const result = await runJsonProcess<LoadResult>(options.pinning, LOAD_CLIENT, settings);
+      const answered = result.ok + result.notOk;
+      const serverCpuMicrosPerRequest = (cpuMicros(pid) - cpuBefore) / answered;
+      const redisCpuMicrosPerRequest = (cpuMicros(options.redisPid) - redisCpuBefore) / answered;
       if (result.notOk > 0 || result.errors > 0) {
         throw new Error(
           `${target} at ${connections}: ${result.notOk} non-2xx answers, ${result.errors} errors`,
         );
       }
-      return { ...result, serverCpuMicrosPerRequest };
+      return { ...result, serverCpuMicrosPerRequest, redisCpuMicrosPerRequest };
     };
 
     const rounds = new Map<number, Map<Target, RoundResult[]>>();
@@ -143,15 +151,17 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
   }
 }
 
-async function startTarget(target: Target, redisUrl: string): Promise<Server> {
+async function startTarget(
+  target: Target,
+  { redisUrl, pinning }: ReceiverBenchOptions,
+): Promise<Server> {
   const port = await freePort();
-  if (target === 'node:http') return startServer([BASELINE, 'http', String(port)], port);
-  if (target === 'bare Express') return startServer([BASELINE, 'express', String(port)], port);
-  if (target === 'work alone') return startServer([BASELINE, 'work', String(port), SECRET], port);
-  if (target === 'naive receiver') {
-    return startServer([BASELINE, 'naive', String(port), SECRET, redisUrl], port);
-  }
-  return startServer([CLI, 'serve'], port, {
+  const baseline = (...args: string[]) => startServer(pinning, [BASELINE, ...args], port);
+  if (target === 'node:http') return baseline('http', String(port));
+  if (target === 'bare Express') return baseline('express', String(port));
+  if (target === 'work alone') return baseline('work', String(port), SECRET);
+  if (target === 'naive receiver') return baseline('naive', String(port), SECRET, redisUrl);
+  return startServer(pinning, [CLI, 'serve'], port, {
     WEBHOOK_SECRET: SECRET,
     REDIS_URL: redisUrl,
     QUEUE_PREFIX: PREFIX,
@@ -168,6 +178,6 @@ async function usedMemory(redis: Redis): Promise<number> {
 
 function progress(label: string, result: RoundResult): void {
   process.stderr.write(
-    `${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, ${Math.round(result.serverCpuMicrosPerRequest)} µs CPU/req\n`,
+    `${label}: ${Math.round(result.requestsPerSecond)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, server ${Math.round(result.serverCpuMicrosPerRequest)} µs CPU/req, Redis ${Math.round(result.redisCpuMicrosPerRequest)}\n`,
   );
 }

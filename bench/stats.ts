@@ -16,3 +16,10 @@ export function spreadPercent(values: readonly number[]): number {
 export function ratio(ours: number, baseline: number): number {
   return baseline === 0 ? Number.NaN : ours / baseline;
 }
+
+/** The value below which `p` percent of the values lie (nearest rank). */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}

@@ -19,9 +19,6 @@ export function createProducerConnection(url: string, logger: Logger): Redis {
     commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
     connectTimeout: 2_000,
     connectionName: 'feedback-receiver:producer',
-    // Commands issued in the same tick (this receiver's EXISTS and add, and those of concurrent
-    // requests) go out in one socket write instead of one write each.
-    enableAutoPipelining: true,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
   });
   reportConnectionState(connection, logger.child({ redis: 'producer' }));

@@ -19,14 +19,26 @@ export interface Delivery {
 }
 
 /**
- * A delivery as the queue holds it. The receiver writes only valid ones; a job from an older
- * version, or one added by hand, is checked against this before any handler sees it.
+ * A delivery as the queue holds it. Its record was validated against the whole schema where it
+ * came in (the signed route, or a quarantine replay); a job from an older version, or one added by
+ * hand, must still be shaped as a delivery before any handler sees it: a key, the event, when it
+ * was received, and a record that is an object with a valid id. The record is checked no deeper
+ * and passed on as it is: checking every field again would repeat, on the worker's hot path and
+ * for every job, what was done once already where the record came in.
  */
+const RECORD_ID = FeedbackRecordSchema.shape.id;
 const DeliverySchema = z.object({
   key: z.string().min(1),
   event: z.literal(FEEDBACK_CREATED),
   receivedAt: z.iso.datetime(),
-  record: FeedbackRecordSchema,
+  record: z.custom<FeedbackRecord>(
+    (value) =>
+      value !== null &&
+      typeof value === 'object' &&
+      !Array.isArray(value) &&
+      RECORD_ID.safeParse((value as { id?: unknown }).id).success,
+    { message: 'expected a feedback record: an object with an id' },
+  ),
 });
 
 export type DeliveryCheck =
@@ -37,7 +49,7 @@ export type DeliveryCheck =
 export function readDelivery(data: unknown): DeliveryCheck {
   const parsed = DeliverySchema.safeParse(data);
   return parsed.success
-    ? { ok: true, delivery: parsed.data as Delivery }
+    ? { ok: true, delivery: parsed.data }
     : { ok: false, issues: describeIssues(parsed.error) };
 }
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { interpretPayload, deduplicationIdFor } from '../../../src/webhooks/delivery.js';
+import {
+  deduplicationIdFor,
+  interpretPayload,
+  readDelivery,
+} from '../../../src/webhooks/delivery.js';
 
 const receivedAt = new Date('2026-11-22T10:00:00.000Z');
 const bytes = (value: unknown) => Buffer.from(JSON.stringify(value));
@@ -113,5 +117,34 @@ describe('deduplicationIdFor', () => {
   it('gives different keys different ids', () => {
     const keys = ['a:b', 'a%3Ab', 'a b', 'a+b', 'x'.repeat(201), 'x'.repeat(202)];
     expect(new Set(keys.map(deduplicationIdFor)).size).toBe(keys.length);
+  });
+});
+
+describe('readDelivery', () => {
+  const delivery = {
+    key: 'feedback.created:fb_1',
+    event: 'feedback.created',
+    receivedAt: '2026-11-23T10:00:00.000Z',
+    record: { id: 'fb_1', rating: 'not checked here' },
+  };
+
+  it('takes a delivery as the queue holds it, and passes its record on as it is', () => {
+    const check = readDelivery(delivery);
+    expect(check).toEqual({ ok: true, delivery });
+    expect(check.ok && check.delivery.record).toBe(delivery.record);
+  });
+
+  it.each([
+    ['nothing', {}, ['key', 'event', 'receivedAt', 'record']],
+    ['a key alone', { key: 'k1' }, ['event', 'receivedAt', 'record']],
+    ['a null record', { ...delivery, record: null }, ['record']],
+    ['a record without an id', { ...delivery, record: { title: 'x' } }, ['record']],
+    ['a record that is a list', { ...delivery, record: [{ id: 'x' }] }, ['record']],
+    ['another event', { ...delivery, event: 'feedback.deleted' }, ['event']],
+    ['a time that is not one', { ...delivery, receivedAt: 'yesterday' }, ['receivedAt']],
+  ])('refuses %s, naming what is wrong', (_, data, paths) => {
+    const check = readDelivery(data);
+    expect(check.ok).toBe(false);
+    expect(!check.ok && check.issues.map((issue) => issue.path)).toEqual(paths);
   });
 });
