@@ -9,13 +9,12 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'bullmq';
 import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { loadReceiverConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { HANDLER_RUNS_QUEUE, createHandlerRunsQueue } from '../../src/queue/handler-runs-queue.js';
 import { createReceiverDeps, type ReceiverDeps } from '../../src/receiver.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ADMIN_TOKEN = 'admin-token-7c1f0e9b5a';
@@ -86,9 +85,14 @@ async function failedRun(): Promise<string> {
       },
       { jobId: 'd-feedback.created%3Afb_dash.notify-team', attempts: 1 },
     );
-    await waitFor(async () => (await queue.getJobState(job.id!)) === 'failed', {
-      what: 'the run to fail',
-    });
+    await vi.waitFor(
+      async () =>
+        expect(
+          await ((await queue.getJobState(job.id!)) === 'failed'),
+          'the run to fail',
+        ).toBeTruthy(),
+      { timeout: 5_000 },
+    );
     return job.id!;
   } finally {
     await worker.close();
@@ -125,10 +129,14 @@ describe('the dashboard at /admin/queues', () => {
       await page.getByRole('button', { name: 'Confirm' }).click();
       const queue = createHandlerRunsQueue({ url: inject('redisUrl') }, prefix);
       try {
-        await waitFor(async () => (await queue.getJobState(jobId)) !== 'failed', {
-          timeoutMs: 10_000,
-          what: 'the retried run to leave the failed set',
-        });
+        await vi.waitFor(
+          async () =>
+            expect(
+              await ((await queue.getJobState(jobId)) !== 'failed'),
+              'the retried run to leave the failed set',
+            ).toBeTruthy(),
+          { timeout: 10_000 },
+        );
       } finally {
         await queue.close();
       }

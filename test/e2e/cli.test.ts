@@ -13,7 +13,6 @@ import { createQuarantine } from '../../src/queue/quarantine.js';
 import { SANDBOX_STARTUP_TOKEN, SANDBOX_TOKEN } from '../../src/sandbox/seed.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { reportedUrl, runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const prefix = `e2e-cli-${randomUUID().slice(0, 8)}`;
@@ -78,9 +77,11 @@ beforeAll(async () => {
     ...redisEnv(),
   });
   background.push(work);
-  await waitFor(() => work.output().includes('worker started'), {
-    what: `the worker\n${work.output()}`,
-  });
+  await vi.waitFor(
+    () =>
+      expect(work.output().includes('worker started'), `the worker\n${work.output()}`).toBeTruthy(),
+    { timeout: 5_000 },
+  );
 }, 30_000);
 
 afterAll(async () => {
@@ -94,12 +95,16 @@ describe('feedback-receiver, end to end against the sandbox', () => {
       title: 'The app crashes on start',
       priority_id: 2,
     });
-    const triaged = await waitFor(
+    const triaged = await vi.waitFor(
       async () => {
-        const now = await recordInSandbox(record.id);
-        return now.priority_id === 4 ? now : undefined;
+        const value = await (async () => {
+          const now = await recordInSandbox(record.id);
+          return now.priority_id === 4 ? now : undefined;
+        })();
+        expect(value, 'the record to be triaged').toBeTruthy();
+        return value!;
       },
-      { timeoutMs: 10_000, what: 'the record to be triaged' },
+      { timeout: 10_000 },
     );
     expect(triaged).toMatchObject({ priority: 'Critical', type_id: 1, type: 'Bug' });
   });
@@ -132,16 +137,20 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(wrong.code).toBe(0);
     expect(wrong.output).not.toContain('not-the-receivers-secret'); // a given secret is not echoed
     const record = await createRecord('prj_app', { title: 'Signed with the wrong secret' });
-    const attempts = await waitFor(
+    const attempts = await vi.waitFor(
       async () => {
-        const all = (await (await fetch(`${sandboxUrl}/sandbox/deliveries`)).json()) as {
-          recordId: string;
-          status: number;
-        }[];
-        const mine = all.filter((attempt) => attempt.recordId === record.id);
-        return mine.length >= 2 ? mine : undefined;
+        const value = await (async () => {
+          const all = (await (await fetch(`${sandboxUrl}/sandbox/deliveries`)).json()) as {
+            recordId: string;
+            status: number;
+          }[];
+          const mine = all.filter((attempt) => attempt.recordId === record.id);
+          return mine.length >= 2 ? mine : undefined;
+        })();
+        expect(value, 'a retried delivery').toBeTruthy();
+        return value!;
       },
-      { timeoutMs: 10_000, what: 'a retried delivery' },
+      { timeout: 10_000 },
     );
     expect(attempts.slice(0, 2).map((attempt) => attempt.status)).toEqual([401, 401]);
   });
@@ -151,12 +160,16 @@ describe('feedback-receiver, end to end against the sandbox', () => {
       title: 'Rated in words',
       rating: 'five' as never,
     });
-    const listed = await waitFor(
+    const listed = await vi.waitFor(
       async () => {
-        const list = await cli(['quarantine', 'list'], redisEnv());
-        return list.output.includes('rating') ? list : undefined;
+        const value = await (async () => {
+          const list = await cli(['quarantine', 'list'], redisEnv());
+          return list.output.includes('rating') ? list : undefined;
+        })();
+        expect(value, 'the quarantined delivery').toBeTruthy();
+        return value!;
       },
-      { what: 'the quarantined delivery' },
+      { timeout: 5_000 },
     );
     expect(listed.code).toBe(0);
     const id = /^(q-\S+)/m.exec(listed.output)?.[1] ?? '';
@@ -186,9 +199,14 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     }
     const replayed = await cli(['quarantine', 'replay', '--all'], redisEnv());
     expect(replayed.output).toContain(`queued as feedback.created:${fixed.id}`);
-    await waitFor(async () => (await recordInSandbox(fixed.id)).priority_id === 4, {
-      what: 'the replayed delivery to be triaged',
-    });
+    await vi.waitFor(
+      async () =>
+        expect(
+          await ((await recordInSandbox(fixed.id)).priority_id === 4),
+          'the replayed delivery to be triaged',
+        ).toBeTruthy(),
+      { timeout: 5_000 },
+    );
   });
 
   it('says whose token it is, and that a token on the wrong plan has no API access', async () => {
@@ -226,12 +244,16 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     // A record the sandbox does not have: triage's PATCH gets a 404, which no retry can fix.
     const sent = await cli(['send', '--url', receiverUrl], { WEBHOOK_SECRET: secret });
     const key = /"id":"(feedback\.created:fb_[0-9a-f]+)"/.exec(sent.output)?.[1] ?? '';
-    const failed = await waitFor(
+    const failed = await vi.waitFor(
       async () => {
-        const list = await cli(['deliveries', 'failed'], redisEnv());
-        return list.output.includes(key) ? list : undefined;
+        const value = await (async () => {
+          const list = await cli(['deliveries', 'failed'], redisEnv());
+          return list.output.includes(key) ? list : undefined;
+        })();
+        expect(value, 'the run in the dead letter').toBeTruthy();
+        return value!;
       },
-      { what: 'the run in the dead letter' },
+      { timeout: 5_000 },
     );
     expect(failed.code).toBe(0);
     expect(failed.output).toContain('1 attempt(s)');

@@ -2,9 +2,8 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const sh = promisify(execFile);
 const SECRET = 'e2e-secret-4be1';
@@ -59,9 +58,14 @@ describe('feedback-receiver serve', () => {
     try {
       const { stdout } = await sh('bash', ['-euo', 'pipefail', '-c', readmeWalkthrough(url)]);
       expect(JSON.parse(stdout)).toEqual({ status: 'queued', id: 'feedback.created:fb_1' });
-      await waitFor(() => worker.output().includes('triage dry run: would PATCH'), {
-        what: `the dry-run line the README promises\n${worker.output()}`,
-      });
+      await vi.waitFor(
+        () =>
+          expect(
+            worker.output().includes('triage dry run: would PATCH'),
+            `the dry-run line the README promises\n${worker.output()}`,
+          ).toBeTruthy(),
+        { timeout: 5_000 },
+      );
       expect(worker.output()).toContain('"matched":["checkout-problems"]');
       expect(worker.output()).toContain('"patch":{"assignee_id":"usr_payments_team"}');
     } finally {

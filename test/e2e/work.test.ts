@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
 import { HANDLER_RUNS_QUEUE } from '../../src/queue/handler-runs-queue.js';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
@@ -16,7 +16,6 @@ import {
   startFakeFeedbackApi,
   type FakeFeedbackApi,
 } from '../helpers/fake-feedback-api.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECRET = 'e2e-work-secret';
@@ -68,12 +67,13 @@ async function startWork(env: Record<string, string>): Promise<CliProcess> {
     FEEDBACK_API_TOKEN: API_TOKEN,
     ...env,
   });
-  await waitFor(
-    () => cli.output().includes('"msg":"worker started"') || cli.child.exitCode !== null,
-    {
-      timeoutMs: 10_000,
-      what: 'the worker to start',
-    },
+  await vi.waitFor(
+    () =>
+      expect(
+        cli.output().includes('"msg":"worker started"') || cli.child.exitCode !== null,
+        'the worker to start',
+      ).toBeTruthy(),
+    { timeout: 10_000 },
   );
   expect(cli.output()).toContain('worker started');
   return cli;
@@ -109,9 +109,14 @@ describe('feedback-receiver work', () => {
 
     expect((await postSigned(url, record)).status).toBe(202);
     expect((await postSigned(url, record)).status).toBe(200); // a duplicate changes nothing
-    await waitFor(async () => (await countCompletedRuns(deliveries, handlerRuns)) === 2, {
-      what: `both handler runs\n${worker.output()}`,
-    });
+    await vi.waitFor(
+      async () =>
+        expect(
+          await ((await countCompletedRuns(deliveries, handlerRuns)) === 2),
+          `both handler runs\n${worker.output()}`,
+        ).toBeTruthy(),
+      { timeout: 5_000 },
+    );
 
     const patches = api.requests.filter((request) => request.method === 'PATCH');
     expect(patches).toHaveLength(1);
@@ -137,9 +142,14 @@ describe('feedback-receiver work', () => {
     expect((await fetch(`${probes}/healthz`)).status).toBe(200);
     expect((await fetch(`${probes}/readyz`)).status).toBe(200);
     await postSigned(url, { id: 'fb_metrics', title: 'It crashed', priority_id: 1 });
-    await waitFor(async () => (await countCompletedRuns(deliveries, handlerRuns)) === 1, {
-      what: 'the run',
-    });
+    await vi.waitFor(
+      async () =>
+        expect(
+          await ((await countCompletedRuns(deliveries, handlerRuns)) === 1),
+          'the run',
+        ).toBeTruthy(),
+      { timeout: 5_000 },
+    );
     const metrics = await (await fetch(`${probes}/metrics`)).text();
     expect(metrics).toContain(
       'feedback_receiver_handler_runs_total{handler="auto-triage",outcome="completed"} 1',
@@ -163,17 +173,22 @@ describe('feedback-receiver work', () => {
     const url = await startReceiver();
     const doomed = await startWork(env);
     expect((await postSigned(url, { id: 'fb_stall' })).status).toBe(202);
-    await waitFor(() => existsSync(env.BLOCKS_FIRST_RUN_STARTED), {
-      what: 'the first run to start',
-    });
+    await vi.waitFor(
+      () => expect(existsSync(env.BLOCKS_FIRST_RUN_STARTED), 'the first run to start').toBeTruthy(),
+      { timeout: 5_000 },
+    );
     doomed.child.kill('SIGKILL');
     await doomed.exited();
 
     const survivor = await startWork(env);
-    await waitFor(() => existsSync(env.BLOCKS_FIRST_RUN_FINISHED), {
-      timeoutMs: 15_000,
-      what: `the run to finish on the survivor\n${survivor.output()}`,
-    });
+    await vi.waitFor(
+      () =>
+        expect(
+          existsSync(env.BLOCKS_FIRST_RUN_FINISHED),
+          `the run to finish on the survivor\n${survivor.output()}`,
+        ).toBeTruthy(),
+      { timeout: 15_000 },
+    );
     expect(await readFile(env.BLOCKS_FIRST_RUN_FINISHED, 'utf8')).toBe(
       `fb_stall pid ${survivor.child.pid}`,
     );
@@ -190,11 +205,19 @@ describe('feedback-receiver work', () => {
     const url = await startReceiver();
     const worker = await startWork(env);
     await postSigned(url, { id: 'fb_second_signal' });
-    await waitFor(() => existsSync(env.BLOCKS_FIRST_RUN_STARTED), { what: 'the run to start' });
+    await vi.waitFor(
+      () => expect(existsSync(env.BLOCKS_FIRST_RUN_STARTED), 'the run to start').toBeTruthy(),
+      { timeout: 5_000 },
+    );
     worker.child.kill('SIGTERM');
-    await waitFor(() => worker.output().includes('shutting down the worker'), {
-      what: 'the first signal',
-    });
+    await vi.waitFor(
+      () =>
+        expect(
+          worker.output().includes('shutting down the worker'),
+          'the first signal',
+        ).toBeTruthy(),
+      { timeout: 5_000 },
+    );
     expect(worker.child.exitCode).toBeNull(); // still waiting for the handler
     worker.child.kill('SIGINT');
     expect(await worker.exited()).toBe(1);
@@ -225,13 +248,19 @@ describe('feedback-receiver work', () => {
       TRIAGE_DRY_RUN: 'true',
     });
     await postSigned(url, { id: 'fb_dry', title: 'It crashed twice', priority_id: 1 });
-    await waitFor(async () => (await countCompletedRuns(deliveries, handlerRuns)) === 1, {
-      what: 'the run',
-    });
+    await vi.waitFor(
+      async () =>
+        expect(
+          await ((await countCompletedRuns(deliveries, handlerRuns)) === 1),
+          'the run',
+        ).toBeTruthy(),
+      { timeout: 5_000 },
+    );
     // The log line crosses a pipe; it may arrive a moment after Redis says the run completed.
-    await waitFor(() => worker.output().includes('triage dry run: would PATCH'), {
-      what: 'the log',
-    });
+    await vi.waitFor(
+      () => expect(worker.output().includes('triage dry run: would PATCH'), 'the log').toBeTruthy(),
+      { timeout: 5_000 },
+    );
     expect(worker.output()).toContain('"patch":{"priority_id":4,"type_id":1}');
     expect(api.requests).toHaveLength(0);
   });

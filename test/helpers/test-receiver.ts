@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import type { Redis } from 'ioredis';
-import { inject } from 'vitest';
+import { expect, inject, vi } from 'vitest';
 import type { InvalidPayloadMode } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
@@ -22,7 +22,6 @@ import {
   createSignatureScheme,
   type SignatureSchemeName,
 } from '../../src/webhooks/signature-scheme.js';
-import { waitFor } from './wait-for.js';
 
 export const TEST_SECRET = 'test-secret-0f9c2d7e';
 
@@ -66,7 +65,9 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
     ...(options.retention ? { retention: options.retention } : {}),
   });
   deliveries.queue.on('error', () => {});
-  await waitFor(() => connection.status === 'ready', { what: 'redis connection' });
+  await vi.waitFor(() => expect(connection.status === 'ready', 'redis connection').toBeTruthy(), {
+    timeout: 5_000,
+  });
   await deliveries.queue.waitUntilReady();
   const quarantine = createQuarantine({ connection, prefix });
   const metrics = createMetrics();

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { inject } from 'vitest';
+import { expect, inject, vi } from 'vitest';
 import { createApiClient, type ApiClient } from '../../src/api/client.js';
 import { createLogger } from '../../src/logger.js';
 import { createDeliveryQueue } from '../../src/queue/deliveries-queue.js';
@@ -14,7 +14,6 @@ import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import type { Handler } from '../../src/worker/handler.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../../src/worker/runtime.js';
 import { countCompletedRuns } from './completed-runs.js';
-import { waitFor } from './wait-for.js';
 
 export interface TestWorkerEnv {
   readonly prefix: string;
@@ -53,7 +52,9 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
     prefix,
     dedupeTtlSeconds: 3600,
   });
-  await waitFor(() => producerConnection.status === 'ready', { what: 'redis' });
+  await vi.waitFor(() => expect(producerConnection.status, 'redis').toBe('ready'), {
+    timeout: 5_000,
+  });
   await producer.queue.waitUntilReady();
 
   const runtimes: WorkerRuntime[] = [];
@@ -93,16 +94,24 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
       return runtime;
     },
     async completedRuns(count, timeoutMs = 10_000) {
-      await waitFor(async () => (await countCompletedRuns(producer.queue, handlerRuns)) >= count, {
-        timeoutMs,
-        what: `${count} completed handler runs`,
-      });
+      await vi.waitFor(
+        async () =>
+          expect(
+            await countCompletedRuns(producer.queue, handlerRuns),
+            'completed handler runs',
+          ).toBeGreaterThanOrEqual(count),
+        { timeout: timeoutMs },
+      );
     },
     async failedRuns(count, timeoutMs = 10_000) {
-      await waitFor(async () => ((await handlerRuns?.getFailedCount()) ?? 0) >= count, {
-        timeoutMs,
-        what: `${count} failed handler runs`,
-      });
+      await vi.waitFor(
+        async () =>
+          expect(
+            (await handlerRuns?.getFailedCount()) ?? 0,
+            'failed handler runs',
+          ).toBeGreaterThanOrEqual(count),
+        { timeout: timeoutMs },
+      );
     },
     async close() {
       await Promise.all(runtimes.map((runtime) => runtime.close(1_000)));

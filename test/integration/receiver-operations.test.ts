@@ -1,12 +1,11 @@
 import request from 'supertest';
-import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { loadReceiverConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { createReceiverDeps } from '../../src/receiver.js';
 import { postSigned } from '../helpers/signed-request.js';
 import { createTestReceiver, TEST_SECRET, type TestReceiver } from '../helpers/test-receiver.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 let receiver: TestReceiver;
 beforeEach(async () => {
@@ -69,9 +68,11 @@ describe('draining', () => {
     );
     try {
       const app = createApp(deps);
-      await waitFor(async () => (await request(app).get('/readyz')).status === 200, {
-        what: 'ready',
-      });
+      await vi.waitFor(
+        async () =>
+          expect(await ((await request(app).get('/readyz')).status === 200), 'ready').toBeTruthy(),
+        { timeout: 5_000 },
+      );
       deps.drain();
       await request(app).get('/readyz').expect(503);
       await request(app).get('/healthz').expect(200);

@@ -1,10 +1,9 @@
 import { Redis } from 'ioredis';
 import request from 'supertest';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { postSigned } from '../helpers/signed-request.js';
 import { createTestReceiver, type TestReceiver } from '../helpers/test-receiver.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 // The producer gives up within PRODUCER_COMMAND_TIMEOUT_MS (1.5 s). A client deadline above that
 // turns a hang into a failure without timing the answer itself.
@@ -78,12 +77,14 @@ describe('while Redis is unavailable', () => {
     receiver = await createTestReceiver({ redisUrl: restarted.url });
     try {
       await restarted.restart();
-      const response = await waitFor(
+      // Posts until one is taken; the last answer is in the failure message.
+      const response = await vi.waitFor(
         async () => {
           const attempt = await postSigned(receiver.app, { id: 'fb_back' });
-          return attempt.status === 202 ? attempt : false;
+          expect(attempt.status, 'a 202 after Redis restarted').toBe(202);
+          return attempt;
         },
-        { timeoutMs: 10_000, intervalMs: 100, what: 'a 202 after Redis restarted' },
+        { timeout: 10_000, interval: 100 },
       );
       expect(response.body.status).toBe('queued');
       await request(receiver.app).get('/readyz').expect(200);

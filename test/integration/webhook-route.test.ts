@@ -4,13 +4,12 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Worker } from 'bullmq';
 import request from 'supertest';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import { signStandardWebhook } from '../../src/webhooks/standard-webhooks.js';
 import { postSigned } from '../helpers/signed-request.js';
 import { createTestReceiver, TEST_SECRET, type TestReceiver } from '../helpers/test-receiver.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const record = JSON.parse(
   readFileSync(new URL('../fixtures/feedback-record.json', import.meta.url), 'utf8'),
@@ -60,9 +59,14 @@ describe('POST /webhooks/feedback', () => {
     });
 
     try {
-      await waitFor(async () => (await receiver.deliveries.queue.getJob(jobId)) === undefined, {
-        what: 'the completed job to be removed',
-      });
+      await vi.waitFor(
+        async () =>
+          expect(
+            await ((await receiver.deliveries.queue.getJob(jobId)) === undefined),
+            'the completed job to be removed',
+          ).toBeTruthy(),
+        { timeout: 5_000 },
+      );
     } finally {
       await worker.close();
     }

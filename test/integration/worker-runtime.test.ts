@@ -25,7 +25,6 @@ import {
   type FakeFeedbackApi,
 } from '../helpers/fake-feedback-api.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 let env: TestWorkerEnv;
 let api: FakeFeedbackApi;
@@ -150,7 +149,10 @@ describe('the worker runtime', () => {
     const marker = succeededMarkerKey(env.prefix, handlerRunJobId(key, 'noted'));
     const redis = new Redis(inject('redisUrl'));
     try {
-      await waitFor(async () => (await redis.exists(marker)) === 1, { what: 'the marker' });
+      await vi.waitFor(
+        async () => expect(await ((await redis.exists(marker)) === 1), 'the marker').toBeTruthy(),
+        { timeout: 5_000 },
+      );
       expect(await redis.ttl(marker)).toBeGreaterThan(3500);
     } finally {
       redis.disconnect();
@@ -169,12 +171,18 @@ describe('the worker runtime', () => {
     // The same routing job starts again, as after a crash before its completion, or a retry.
     const [routed] = await env.deliveries.getCompleted();
     await routed!.retry('completed');
-    await waitFor(
-      async () => {
-        const job = await env.deliveries.getJob(routed!.id!);
-        return (job?.returnvalue as RoutingResult | null)?.runs['once']?.outcome === 'done before';
-      },
-      { what: 'the routing job run again' },
+    await vi.waitFor(
+      async () =>
+        expect(
+          await (async () => {
+            const job = await env.deliveries.getJob(routed!.id!);
+            return (
+              (job?.returnvalue as RoutingResult | null)?.runs['once']?.outcome === 'done before'
+            );
+          })(),
+          'the routing job run again',
+        ).toBeTruthy(),
+      { timeout: 5_000 },
     );
     expect(runs).toBe(1);
   });
@@ -392,9 +400,11 @@ describe('the worker runtime', () => {
         handlers: [defineHandler({ name: 'never', handle: () => void (handled += 1) })],
       });
       const job = await env.deliveries.add('feedback.created', data as never);
-      await waitFor(async () => (await job.getState()) === 'failed', {
-        what: 'the job to fail',
-      });
+      await vi.waitFor(
+        async () =>
+          expect(await ((await job.getState()) === 'failed'), 'the job to fail').toBeTruthy(),
+        { timeout: 5_000 },
+      );
       const deadLetter = createDeadLetter(runtime.handlerRuns, env.deliveries);
       const [entry] = await deadLetter.list();
       expect(entry).toMatchObject({ id: job.id, handler: '(routing)' });
@@ -436,7 +446,9 @@ describe('the worker runtime', () => {
     });
     const first = await env.startWorker({ handlers: [slow] });
     await env.deliver({ id: 'fb_slow' });
-    await waitFor(() => started === 1, { what: 'the run to start' });
+    await vi.waitFor(() => expect(started === 1, 'the run to start').toBeTruthy(), {
+      timeout: 5_000,
+    });
     await first.close(100);
     expect(env.logs).toContainEqual(expect.objectContaining({ outcome: 'interrupted' }));
 

@@ -4,12 +4,11 @@
  * senders' retries complete the set.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
 import { createSender } from './harness/sender.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const DELIVERIES = 150;
 const OUTAGE_MS = 30_000;
@@ -31,7 +30,9 @@ it('answers 503 on /readyz while Redis is away for 30 s, then resumes by itself'
   const sender = createSender({ targets: () => [receiver.url], secret: SECRET });
 
   const streaming = sender.stream(DELIVERIES, { prefix: 'outage', concurrency: 2 });
-  await waitFor(() => sender.acknowledged.size >= 50, { timeoutMs: 30_000, what: '50 acks' });
+  await vi.waitFor(() => expect(sender.acknowledged.size >= 50, '50 acks').toBeTruthy(), {
+    timeout: 30_000,
+  });
   await cluster.redis.shutdown();
 
   // For the whole outage, both processes say they are not ready.
@@ -58,9 +59,14 @@ it('answers 503 on /readyz while Redis is away for 30 s, then resumes by itself'
   expect([...readiness.receiver.keys()]).toEqual([503]);
   expect([...readiness.worker.keys()]).toEqual([503]);
   expect(worker.child.exitCode).toBeNull(); // the same worker resumed, nobody restarted it
-  await waitFor(async () => (await fetch(`${receiver.base}/readyz`)).status === 200, {
-    what: 'the receiver ready again',
-  });
+  await vi.waitFor(
+    async () =>
+      expect(
+        await ((await fetch(`${receiver.base}/readyz`)).status === 200),
+        'the receiver ready again',
+      ).toBeTruthy(),
+    { timeout: 5_000 },
+  );
 
   // Runs that finished while Redis was away were not run again once it was back.
   const notRunAgain = worker.output().split('not run again').length - 1;

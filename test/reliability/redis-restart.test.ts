@@ -3,12 +3,11 @@
  * receiver answers 503 while it is down and recovers by itself; the senders' retries complete
  * the set.
  */
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
 import { createSender } from './harness/sender.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const DELIVERIES = 400;
 let cluster: Cluster;
@@ -22,9 +21,13 @@ it('loses nothing and handles nothing twice when Redis restarts mid-stream', asy
   const sender = createSender({ targets: () => [receiver.url], secret: SECRET });
 
   const streaming = sender.stream(DELIVERIES, { prefix: 'restart', concurrency: 4 });
-  await waitFor(() => sender.acknowledged.size >= 100, { timeoutMs: 30_000, what: '100 acks' });
+  await vi.waitFor(() => expect(sender.acknowledged.size >= 100, '100 acks').toBeTruthy(), {
+    timeout: 30_000,
+  });
   await cluster.redis.shutdown();
-  await waitFor(() => sender.count(503) > 0, { timeoutMs: 10_000, what: 'a 503 while down' });
+  await vi.waitFor(() => expect(sender.count(503) > 0, 'a 503 while down').toBeTruthy(), {
+    timeout: 10_000,
+  });
   const ackedWhileDown = sender.acknowledged.size;
   await cluster.redis.start();
   await streaming;

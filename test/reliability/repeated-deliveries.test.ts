@@ -2,13 +2,12 @@
  * Scenario 6: every delivery is sent three times at once, through two receivers, and three times
  * again after job retention has removed its first jobs. Each is handled once.
  */
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import { deduplicationIdFor } from '../../src/webhooks/delivery.js';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
 import { createSender, keyOf } from './harness/sender.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const DELIVERIES = 60;
 const COPIES = 3;
@@ -50,12 +49,16 @@ it('handles a delivery sent three times at once, and three times after retention
     );
     return left.reduce((sum, n) => sum + n, 0);
   };
-  await waitFor(
-    async () => {
-      await sender.deliver({ id: `fb_filler_${(filler += 1)}` });
-      return (await jobsLeft()) === 0;
-    },
-    { timeoutMs: 30_000, intervalMs: 250, what: 'retention to remove the first jobs' },
+  await vi.waitFor(
+    async () =>
+      expect(
+        await (async () => {
+          await sender.deliver({ id: `fb_filler_${(filler += 1)}` });
+          return (await jobsLeft()) === 0;
+        })(),
+        'retention to remove the first jobs',
+      ).toBeTruthy(),
+    { timeout: 30_000, interval: 250 },
   );
 
   const again = await sendEachThreeTimes();

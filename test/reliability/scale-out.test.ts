@@ -3,13 +3,12 @@
  * backlog drains about three times as fast with three workers as with one (handlers that wait on
  * I/O, as most do), and the invariant holds across all of them.
  */
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
 import { createSender } from './harness/sender.js';
 import type { CliProcess } from '../helpers/cli-process.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const BACKLOG = 120;
 /** Each run waits 100 ms, as on a remote API; two at a time per worker. */
@@ -31,10 +30,14 @@ it('drains faster with more workers, and handles everything once', async () => {
       Array.from({ length: workers }, () => cluster.work(WORKER)),
     );
     const from = performance.now();
-    await waitFor(() => cluster.effects().length - before >= BACKLOG, {
-      timeoutMs: 60_000,
-      what: `${workers} worker(s) to drain ${BACKLOG} deliveries`,
-    });
+    await vi.waitFor(
+      () =>
+        expect(
+          cluster.effects().length - before >= BACKLOG,
+          `${workers} worker(s) to drain ${BACKLOG} deliveries`,
+        ).toBeTruthy(),
+      { timeout: 60_000 },
+    );
     const perSecond = BACKLOG / ((performance.now() - from) / 1000);
     await Promise.all(started.map((cli) => cluster.stop(cli)));
     return perSecond;

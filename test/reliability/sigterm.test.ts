@@ -2,12 +2,11 @@
  * Scenario 4: the receiver gets SIGTERM under load and is started again on the same port; then
  * the worker does. Both exit 0; the senders' retries bridge the gap.
  */
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
 import { createSender } from './harness/sender.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const DELIVERIES = 300;
 let cluster: Cluster;
@@ -23,10 +22,14 @@ it('handles every acknowledged delivery once across SIGTERM and restart', async 
   const sender = createSender({ targets: () => [receiver.url], secret: SECRET });
   const streaming = sender.stream(DELIVERIES, { prefix: 'sigterm', concurrency: 4 });
 
-  await waitFor(() => sender.acknowledged.size >= 100, { timeoutMs: 30_000, what: '100 acks' });
+  await vi.waitFor(() => expect(sender.acknowledged.size >= 100, '100 acks').toBeTruthy(), {
+    timeout: 30_000,
+  });
   expect(await cluster.stop(receiver.cli)).toBe(0);
   receiver = await cluster.serve({ PORT: port });
-  await waitFor(() => sender.acknowledged.size >= 200, { timeoutMs: 30_000, what: '200 acks' });
+  await vi.waitFor(() => expect(sender.acknowledged.size >= 200, '200 acks').toBeTruthy(), {
+    timeout: 30_000,
+  });
   expect(await cluster.stop(worker)).toBe(0);
   await cluster.work({ HANDLER_DELAY_MS: '10' });
   await streaming;

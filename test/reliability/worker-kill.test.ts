@@ -2,12 +2,11 @@
  * Scenario 3: two workers share the queue; one of them is SIGKILLed in the middle of a handler
  * run, again and again, and started again each time. Its stalled runs finish on the survivor.
  */
-import { afterAll, expect, it } from 'vitest';
+import { afterAll, expect, it, vi } from 'vitest';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
 import { createSender } from './harness/sender.js';
-import { waitFor } from '../helpers/wait-for.js';
 
 const DELIVERIES = 150;
 const KILLS = 5;
@@ -28,9 +27,13 @@ it('finishes every run a SIGKILLed worker dropped, on the other worker, once', a
   for (let kill = 0; kill < KILLS; kill += 1) {
     // One run at a time on the victim, so the kill lands inside that run's 300 ms of work.
     const victim = await cluster.work({ ...env, WORKER_CONCURRENCY: '1' });
-    const run = await waitFor(
-      () => cluster.runs().find((entry) => entry.pid === victim.child.pid),
-      { timeoutMs: 20_000, what: 'the victim to start a run' },
+    const run = await vi.waitFor(
+      () => {
+        const value = cluster.runs().find((entry) => entry.pid === victim.child.pid);
+        expect(value, 'the victim to start a run').toBeTruthy();
+        return value!;
+      },
+      { timeout: 20_000 },
     );
     await cluster.stop(victim, 'SIGKILL');
     interrupted.push(run.key);

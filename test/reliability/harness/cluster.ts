@@ -1,3 +1,4 @@
+import { expect, vi } from 'vitest';
 /**
  * A cluster for one scenario: its own redis-server (append-only file on, so restarts keep the
  * queue), and receivers and workers started as `feedback-receiver serve` and `work` processes on
@@ -15,7 +16,6 @@ import { HANDLER_RUNS_QUEUE } from '../../../src/queue/handler-runs-queue.js';
 import { createQuarantine, type Quarantine } from '../../../src/queue/quarantine.js';
 import { runCli, startServe, type CliProcess } from '../../helpers/cli-process.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
-import { waitFor } from '../../helpers/wait-for.js';
 
 export const SECRET = 'reliability-secret-7d1f0c9a4b';
 export const PROBE_HANDLER = 'test/fixtures/handlers/reliability-probe.mjs';
@@ -96,10 +96,10 @@ export async function startCluster(): Promise<Cluster> {
       });
       processes.push(cli);
       const started = () => cli.output().includes('"msg":"worker started"');
-      await waitFor(() => started() || cli.child.exitCode !== null, {
-        timeoutMs: 15_000,
-        what: 'a worker to start',
-      });
+      await vi.waitFor(
+        () => expect(started() || cli.child.exitCode !== null, 'a worker to start').toBeTruthy(),
+        { timeout: 15_000 },
+      );
       if (cli.child.exitCode !== null) throw new Error(`work exited:\n${cli.output()}`);
       return cli;
     },

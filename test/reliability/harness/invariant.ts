@@ -3,9 +3,8 @@
  * exactly once by each matching handler, or sits in the dead letter or the quarantine with a
  * reason. Nothing else. Also counts what the report shows.
  */
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
 import type { Cluster } from './cluster.js';
-import { waitFor } from '../../helpers/wait-for.js';
 
 export interface Tally {
   readonly sent: number;
@@ -34,22 +33,26 @@ export async function settle(
   acknowledged: ReadonlySet<string>,
   { timeoutMs = 60_000, effects = cluster.effects }: SettleOptions = {},
 ): Promise<void> {
-  await waitFor(
-    async () => {
-      try {
-        const counts = await Promise.all(
-          [cluster.deliveries, cluster.handlerRuns].map((queue) =>
-            queue.getJobCounts(...UNFINISHED),
-          ),
-        );
-        if (counts.some((byState) => Object.values(byState).some((n) => n > 0))) return false;
-        const done = new Set([...effects(), ...(await deadLetterKeys(cluster))]);
-        return [...acknowledged].every((key) => done.has(key));
-      } catch {
-        return false; // Redis is still on its way back
-      }
-    },
-    { timeoutMs, intervalMs: 100, what: 'every acknowledged delivery to be handled' },
+  await vi.waitFor(
+    async () =>
+      expect(
+        await (async () => {
+          try {
+            const counts = await Promise.all(
+              [cluster.deliveries, cluster.handlerRuns].map((queue) =>
+                queue.getJobCounts(...UNFINISHED),
+              ),
+            );
+            if (counts.some((byState) => Object.values(byState).some((n) => n > 0))) return false;
+            const done = new Set([...effects(), ...(await deadLetterKeys(cluster))]);
+            return [...acknowledged].every((key) => done.has(key));
+          } catch {
+            return false; // Redis is still on its way back
+          }
+        })(),
+        'every acknowledged delivery to be handled',
+      ).toBeTruthy(),
+    { timeout: timeoutMs, interval: 100 },
   );
 }
 
