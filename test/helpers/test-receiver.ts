@@ -65,7 +65,7 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
     ...(options.retention ? { retention: options.retention } : {}),
   });
   deliveries.queue.on('error', () => {});
-  await vi.waitFor(() => expect(connection.status === 'ready', 'redis connection').toBeTruthy(), {
+  await vi.waitFor(() => expect(connection.status, 'redis connection').toBe('ready'), {
     timeout: 5_000,
   });
   await deliveries.queue.waitUntilReady();
