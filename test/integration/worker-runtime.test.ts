@@ -172,16 +172,11 @@ describe('the worker runtime', () => {
     const [routed] = await env.deliveries.getCompleted();
     await routed!.retry('completed');
     await vi.waitFor(
-      async () =>
-        expect(
-          await (async () => {
-            const job = await env.deliveries.getJob(routed!.id!);
-            return (
-              (job?.returnvalue as RoutingResult | null)?.runs['once']?.outcome === 'done before'
-            );
-          })(),
-          'the routing job run again',
-        ).toBeTruthy(),
+      async () => {
+        const job = await env.deliveries.getJob(routed!.id!);
+        const result = job?.returnvalue as RoutingResult | null;
+        expect(result?.runs['once']?.outcome, 'the routing job run again').toBe('done before');
+      },
       { timeout: 5_000 },
     );
     expect(runs).toBe(1);

@@ -33,25 +33,19 @@ export async function settle(
   acknowledged: ReadonlySet<string>,
   { timeoutMs = 60_000, effects = cluster.effects }: SettleOptions = {},
 ): Promise<void> {
+  // Throws (and so waits on) while Redis is still on its way back, too.
   await vi.waitFor(
-    async () =>
-      expect(
-        await (async () => {
-          try {
-            const counts = await Promise.all(
-              [cluster.deliveries, cluster.handlerRuns].map((queue) =>
-                queue.getJobCounts(...UNFINISHED),
-              ),
-            );
-            if (counts.some((byState) => Object.values(byState).some((n) => n > 0))) return false;
-            const done = new Set([...effects(), ...(await deadLetterKeys(cluster))]);
-            return [...acknowledged].every((key) => done.has(key));
-          } catch {
-            return false; // Redis is still on its way back
-          }
-        })(),
-        'every acknowledged delivery to be handled',
-      ).toBeTruthy(),
+    async () => {
+      const counts = await Promise.all(
+        [cluster.deliveries, cluster.handlerRuns].map((queue) => queue.getJobCounts(...UNFINISHED)),
+      );
+      expect(counts, 'jobs not finished yet').toEqual(
+        counts.map(() => Object.fromEntries(UNFINISHED.map((state) => [state, 0]))),
+      );
+      const done = new Set([...effects(), ...(await deadLetterKeys(cluster))]);
+      const missing = [...acknowledged].filter((key) => !done.has(key));
+      expect(missing, 'acknowledged deliveries neither handled nor dead-lettered').toEqual([]);
+    },
     { timeout: timeoutMs, interval: 100 },
   );
 }
