@@ -19,7 +19,13 @@ export type RunDecision =
   | { readonly kind: 'interrupted' };
 
 export type AttemptResult =
-  { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: unknown };
+  | { readonly ok: true; readonly result: unknown }
+  | {
+      readonly ok: false;
+      readonly error: unknown;
+      /** The worker aborted the attempt because it is shutting down. */
+      readonly interrupted?: boolean;
+    };
 
 export interface AttemptFacts {
   /** This attempt's number: 1 for the first. */
@@ -27,8 +33,6 @@ export interface AttemptFacts {
   /** How many attempts the handler allows. */
   readonly attempts: number;
   readonly backoff: Required<HandlerBackoff>;
-  /** The worker aborted this attempt because it is shutting down. */
-  readonly interrupted: boolean;
   /** A number in [0, 1) for jitter; Math.random by default. */
   readonly random?: () => number;
 }
@@ -40,7 +44,7 @@ export function decideRun(outcome: AttemptResult, facts: AttemptFacts): RunDecis
   if (outcome.ok) return { kind: 'completed', result: outcome.result ?? null };
   const { error } = outcome;
   const random = facts.random ?? Math.random;
-  if (facts.interrupted) return { kind: 'interrupted' };
+  if (outcome.interrupted) return { kind: 'interrupted' };
   const reason = describe(error);
   if (isApiRateLimitedError(error)) {
     const delayMs = error.retryAfterMs + Math.floor(random() * RATE_LIMIT_SPREAD_MS);

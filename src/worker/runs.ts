@@ -33,7 +33,7 @@ import {
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
-import { RunContext } from './run-context.js';
+import { RunContext, type RunBindings } from './run-context.js';
 import { decideRun, retryDelayMs, type AttemptResult, type RunDecision } from './run-policy.js';
 
 /** What became of a handler's run of a delivery while routing it. */
@@ -96,7 +96,29 @@ export function createRuns(options: RunsOptions): Runs {
   const retryDelays = new Map<string, number>();
   let shuttingDown = false;
 
-  /** One attempt: the handler's `where`, then its `handle`; decided, logged and counted. */
+  /** Asks the handler's `where`, then runs its `handle`: what came of it, or that it does not want the record. */
+  const runHandler = async (
+    handler: Handler,
+    delivery: Delivery,
+    bindings: RunBindings,
+  ): Promise<AttemptResult | 'not wanted'> => {
+    try {
+      if (handler.where && !handler.where(delivery.record)) return 'not wanted';
+    } catch (error) {
+      return { ok: false, error: new UnrecoverableError(`where() threw: ${describe(error)}`) };
+    }
+    const run = new RunContext(delivery, bindings, { api, logger });
+    inFlight.add(run);
+    try {
+      return { ok: true, result: await handler.handle(run) };
+    } catch (error) {
+      return { ok: false, error, interrupted: shuttingDown && RunContext.aborted(run) };
+    } finally {
+      inFlight.delete(run);
+    }
+  };
+
+  /** One attempt, decided by the policy, with its log line and metrics. */
   const attempt = async (
     handler: Handler,
     delivery: Delivery,
@@ -104,30 +126,12 @@ export function createRuns(options: RunsOptions): Runs {
   ): Promise<Attempted | 'not wanted'> => {
     const bindings = { deliveryKey: delivery.key, handler: handler.name, attempt: number };
     const started = performance.now();
-    let result: AttemptResult;
-    let interrupted = false;
-    try {
-      if (handler.where && !handler.where(delivery.record)) return 'not wanted';
-    } catch (error) {
-      result = { ok: false, error: new UnrecoverableError(`where() threw: ${describe(error)}`) };
-    }
-    result ??= await (async (): Promise<AttemptResult> => {
-      const run = new RunContext(delivery, bindings, { api, logger });
-      inFlight.add(run);
-      try {
-        return { ok: true, result: await handler.handle(run) };
-      } catch (error) {
-        interrupted = shuttingDown && RunContext.aborted(run);
-        return { ok: false, error };
-      } finally {
-        inFlight.delete(run);
-      }
-    })();
+    const result = await runHandler(handler, delivery, bindings);
+    if (result === 'not wanted') return result;
     const decision = decideRun(result, {
       attempt: number,
       attempts: handler.attempts,
       backoff: handler.backoff,
-      interrupted,
     });
     const ms = Math.round(performance.now() - started);
     report(logger, { ...bindings, ms }, decision);

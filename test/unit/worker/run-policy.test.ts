@@ -16,11 +16,10 @@ const facts: AttemptFacts = {
   attempt: 2,
   attempts: 5,
   backoff: { type: 'exponential', delayMs: 1_000, jitter: 0 },
-  interrupted: false,
   random: () => 0.5,
 };
-const failed = (error: unknown, more: Partial<AttemptFacts> = {}) =>
-  decideRun({ ok: false, error }, { ...facts, ...more });
+const failed = (error: unknown, more: Partial<AttemptFacts> = {}, interrupted = false) =>
+  decideRun({ ok: false, error, interrupted }, { ...facts, ...more });
 
 // One row per row of the README's "When a run fails" table, and the run that does not fail.
 describe('decideRun', () => {
@@ -86,7 +85,7 @@ describe('decideRun', () => {
 
   it('puts back a run the shutdown interrupted, whatever it threw, without spending an attempt', () => {
     for (const error of [new Error('aborted'), new UnrecoverableError('x')]) {
-      expect(failed(error, { attempt: 5, interrupted: true })).toEqual({ kind: 'interrupted' });
+      expect(failed(error, { attempt: 5 }, true)).toEqual({ kind: 'interrupted' });
     }
   });
 });
