@@ -14,7 +14,7 @@ import { startWorker } from '../src/worker-process.js';
 import { defineHandler } from '../src/worker/handler.js';
 import type { OpenLoopResult, OpenLoopSettings } from './open-loop-client.js';
 import type { Pinning } from './pinning.js';
-import { CLI, here, runJsonProcess, startServer } from './processes.js';
+import { here, runJsonProcess, startReceiverUnderTest } from './processes.js';
 import { percentile } from './stats.js';
 
 export interface LatencyBenchOptions {
@@ -41,13 +41,10 @@ const DEADLINE_MS = 60_000;
 
 export async function benchLatency(options: LatencyBenchOptions): Promise<LatencyRow[]> {
   const port = await freePort();
-  const receiver = await startServer(options.pinning, [CLI, 'serve'], port, {
-    WEBHOOK_SECRET: SECRET,
-    REDIS_URL: options.redisUrl,
-    QUEUE_PREFIX: PREFIX,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    NODE_ENV: 'production',
+  const receiver = await startReceiverUnderTest(options.pinning, port, {
+    secret: SECRET,
+    redisUrl: options.redisUrl,
+    prefix: PREFIX,
   });
   const latencies: number[] = [];
   const worker = await startWorker(

@@ -47,6 +47,22 @@ export async function startServer(
   };
 }
 
+/** `feedback-receiver serve` as production runs it, on the server's core. */
+export function startReceiverUnderTest(
+  pinning: Pinning,
+  port: number,
+  { secret, redisUrl, prefix }: { secret: string; redisUrl: string; prefix: string },
+): Promise<Server> {
+  return startServer(pinning, [CLI, 'serve'], port, {
+    WEBHOOK_SECRET: secret,
+    REDIS_URL: redisUrl,
+    QUEUE_PREFIX: prefix,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    NODE_ENV: 'production',
+  });
+}
+
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');

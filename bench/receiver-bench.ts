@@ -11,11 +11,11 @@ import { freePort } from '../src/cli/free-port.js';
 import type { LoadResult, LoadSettings } from './load-client.js';
 import type { Pinning } from './pinning.js';
 import {
-  CLI,
   cpuMicros,
   here,
   rssMiB,
   runJsonProcess,
+  startReceiverUnderTest,
   startServer,
   type Server,
 } from './processes.js';
@@ -161,14 +161,7 @@ async function startTarget(
   if (target === 'bare Express') return baseline('express', String(port));
   if (target === 'work alone') return baseline('work', String(port), SECRET);
   if (target === 'naive receiver') return baseline('naive', String(port), SECRET, redisUrl);
-  return startServer(pinning, [CLI, 'serve'], port, {
-    WEBHOOK_SECRET: SECRET,
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: PREFIX,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    NODE_ENV: 'production',
-  });
+  return startReceiverUnderTest(pinning, port, { secret: SECRET, redisUrl, prefix: PREFIX });
 }
 
 async function usedMemory(redis: Redis): Promise<number> {

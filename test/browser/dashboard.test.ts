@@ -86,11 +86,7 @@ async function failedRun(): Promise<string> {
       { jobId: 'd-feedback.created%3Afb_dash.notify-team', attempts: 1 },
     );
     await vi.waitFor(
-      async () =>
-        expect(
-          await ((await queue.getJobState(job.id!)) === 'failed'),
-          'the run to fail',
-        ).toBeTruthy(),
+      async () => expect(await queue.getJobState(job.id!), 'the run to fail').toBe('failed'),
       { timeout: 5_000 },
     );
     return job.id!;
@@ -132,9 +128,9 @@ describe('the dashboard at /admin/queues', () => {
         await vi.waitFor(
           async () =>
             expect(
-              await ((await queue.getJobState(jobId)) !== 'failed'),
+              await queue.getJobState(jobId),
               'the retried run to leave the failed set',
-            ).toBeTruthy(),
+            ).not.toBe('failed'),
           { timeout: 10_000 },
         );
       } finally {

@@ -112,9 +112,9 @@ describe('feedback-receiver work', () => {
     await vi.waitFor(
       async () =>
         expect(
-          await ((await countCompletedRuns(deliveries, handlerRuns)) === 2),
+          await countCompletedRuns(deliveries, handlerRuns),
           `both handler runs\n${worker.output()}`,
-        ).toBeTruthy(),
+        ).toBe(2),
       { timeout: 5_000 },
     );
 
@@ -143,11 +143,7 @@ describe('feedback-receiver work', () => {
     expect((await fetch(`${probes}/readyz`)).status).toBe(200);
     await postSigned(url, { id: 'fb_metrics', title: 'It crashed', priority_id: 1 });
     await vi.waitFor(
-      async () =>
-        expect(
-          await ((await countCompletedRuns(deliveries, handlerRuns)) === 1),
-          'the run',
-        ).toBeTruthy(),
+      async () => expect(await countCompletedRuns(deliveries, handlerRuns), 'the run').toBe(1),
       { timeout: 5_000 },
     );
     const metrics = await (await fetch(`${probes}/metrics`)).text();
@@ -249,11 +245,7 @@ describe('feedback-receiver work', () => {
     });
     await postSigned(url, { id: 'fb_dry', title: 'It crashed twice', priority_id: 1 });
     await vi.waitFor(
-      async () =>
-        expect(
-          await ((await countCompletedRuns(deliveries, handlerRuns)) === 1),
-          'the run',
-        ).toBeTruthy(),
+      async () => expect(await countCompletedRuns(deliveries, handlerRuns), 'the run').toBe(1),
       { timeout: 5_000 },
     );
     // The log line crosses a pipe; it may arrive a moment after Redis says the run completed.

@@ -69,8 +69,7 @@ describe('draining', () => {
     try {
       const app = createApp(deps);
       await vi.waitFor(
-        async () =>
-          expect(await ((await request(app).get('/readyz')).status === 200), 'ready').toBeTruthy(),
+        async () => expect((await request(app).get('/readyz')).status, 'ready').toBe(200),
         { timeout: 5_000 },
       );
       deps.drain();

@@ -62,9 +62,9 @@ describe('POST /webhooks/feedback', () => {
       await vi.waitFor(
         async () =>
           expect(
-            await ((await receiver.deliveries.queue.getJob(jobId)) === undefined),
+            await receiver.deliveries.queue.getJob(jobId),
             'the completed job to be removed',
-          ).toBeTruthy(),
+          ).toBeUndefined(),
         { timeout: 5_000 },
       );
     } finally {

@@ -149,10 +149,9 @@ describe('the worker runtime', () => {
     const marker = succeededMarkerKey(env.prefix, handlerRunJobId(key, 'noted'));
     const redis = new Redis(inject('redisUrl'));
     try {
-      await vi.waitFor(
-        async () => expect(await ((await redis.exists(marker)) === 1), 'the marker').toBeTruthy(),
-        { timeout: 5_000 },
-      );
+      await vi.waitFor(async () => expect(await redis.exists(marker), 'the marker').toBe(1), {
+        timeout: 5_000,
+      });
       expect(await redis.ttl(marker)).toBeGreaterThan(3500);
     } finally {
       redis.disconnect();
@@ -395,11 +394,9 @@ describe('the worker runtime', () => {
         handlers: [defineHandler({ name: 'never', handle: () => void (handled += 1) })],
       });
       const job = await env.deliveries.add('feedback.created', data as never);
-      await vi.waitFor(
-        async () =>
-          expect(await ((await job.getState()) === 'failed'), 'the job to fail').toBeTruthy(),
-        { timeout: 5_000 },
-      );
+      await vi.waitFor(async () => expect(await job.getState(), 'the job to fail').toBe('failed'), {
+        timeout: 5_000,
+      });
       const deadLetter = createDeadLetter(runtime.handlerRuns, env.deliveries);
       const [entry] = await deadLetter.list();
       expect(entry).toMatchObject({ id: job.id, handler: '(routing)' });
@@ -441,7 +438,7 @@ describe('the worker runtime', () => {
     });
     const first = await env.startWorker({ handlers: [slow] });
     await env.deliver({ id: 'fb_slow' });
-    await vi.waitFor(() => expect(started === 1, 'the run to start').toBeTruthy(), {
+    await vi.waitFor(() => expect(started, 'runs started').toBe(1), {
       timeout: 5_000,
     });
     await first.close(100);

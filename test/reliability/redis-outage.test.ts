@@ -61,10 +61,7 @@ it('answers 503 on /readyz while Redis is away for 30 s, then resumes by itself'
   expect(worker.child.exitCode).toBeNull(); // the same worker resumed, nobody restarted it
   await vi.waitFor(
     async () =>
-      expect(
-        await ((await fetch(`${receiver.base}/readyz`)).status === 200),
-        'the receiver ready again',
-      ).toBeTruthy(),
+      expect((await fetch(`${receiver.base}/readyz`)).status, 'the receiver ready again').toBe(200),
     { timeout: 5_000 },
   );
 
