@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { format, resolveConfig } from 'prettier';
 import { startEmbeddedRedis } from '../src/cli/embedded-redis.js';
 import { benchLatency } from './latency-bench.js';
+import { benchReplicaAcks } from './replica-ack-bench.js';
 import { choosePinning } from './pinning.js';
 import { benchReceiver } from './receiver-bench.js';
 import { HEADLINE_CONCURRENCY, renderReport } from './report.js';
@@ -68,6 +69,11 @@ try {
     rates: [100, 1_000],
     seconds: quick ? 2 : 10,
   });
+  const replicaAcks = await benchReplicaAcks({
+    pinning,
+    perSecond: 500,
+    seconds: quick ? 2 : 10,
+  });
   const triage = await benchTriage({
     redisUrl: redisServer.url,
     deliveries: quick ? 200 : 1_000,
@@ -84,6 +90,7 @@ try {
     receiver,
     worker,
     latency,
+    replicaAcks,
     triage,
   });
   process.stdout.write(`\n${report.summary}\n`);

@@ -8,6 +8,7 @@ import { Agent, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { signHmacSha256 } from '../src/webhooks/hmac-sha256.js';
 import { feedbackRecord } from './payload.js';
+import { percentile } from './stats.js';
 
 export interface OpenLoopSettings {
   readonly url: string;
@@ -22,18 +23,23 @@ export interface OpenLoopResult {
   readonly ok: number;
   readonly notOk: number;
   readonly errors: number;
+  /** How long the answers took, from the request leaving to the answer's end. */
+  readonly answerP50Ms: number;
+  readonly answerP99Ms: number;
 }
 
 const settings = JSON.parse(process.argv[2] ?? '{}') as OpenLoopSettings;
 const agent = new Agent({ keepAlive: true, maxSockets: 512 });
 const total = Math.round(settings.perSecond * settings.seconds);
 const counts = { ok: 0, notOk: 0, errors: 0 };
+const answerMs: number[] = [];
 
 function post(index: number): Promise<void> {
   const body = JSON.stringify({
     ...feedbackRecord(`fb_${settings.runId}_${index}`),
     sent_at: Date.now(),
   });
+  const start = performance.now();
   return new Promise((resolve) => {
     const req = request(settings.url, {
       method: 'POST',
@@ -45,7 +51,10 @@ function post(index: number): Promise<void> {
     });
     req.on('response', (response) => {
       counts[response.statusCode === 202 ? 'ok' : 'notOk'] += 1;
-      response.resume().on('end', resolve);
+      response.resume().on('end', () => {
+        answerMs.push(performance.now() - start);
+        resolve();
+      });
     });
     req.on('error', () => {
       counts.errors += 1;
@@ -68,5 +77,10 @@ for (let index = 0; index < total;) {
 }
 await Promise.all(inFlight);
 agent.destroy();
-const result: OpenLoopResult = { sent: total, ...counts };
+const result: OpenLoopResult = {
+  sent: total,
+  ...counts,
+  answerP50Ms: Math.round(percentile(answerMs, 50) * 10) / 10,
+  answerP99Ms: Math.round(percentile(answerMs, 99) * 10) / 10,
+};
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -51,9 +51,15 @@ export async function startServer(
 export function startReceiverUnderTest(
   pinning: Pinning,
   port: number,
-  { secret, redisUrl, prefix }: { secret: string; redisUrl: string; prefix: string },
+  {
+    secret,
+    redisUrl,
+    prefix,
+    env = {},
+  }: { secret: string; redisUrl: string; prefix: string; env?: Record<string, string> },
 ): Promise<Server> {
   return startServer(pinning, [CLI, 'serve'], port, {
+    ...env,
     WEBHOOK_SECRET: secret,
     REDIS_URL: redisUrl,
     QUEUE_PREFIX: prefix,

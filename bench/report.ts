@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { LatencyRow } from './latency-bench.js';
+import type { ReplicaAckRow } from './replica-ack-bench.js';
 import type { ReceiverBenchResult, RoundResult, Target } from './receiver-bench.js';
 import { median, ratio, spreadPercent } from './stats.js';
 import type { TriageBenchResult } from './triage-bench.js';
@@ -22,6 +23,7 @@ export interface ReportInput {
   readonly receiver: ReceiverBenchResult;
   readonly worker: WorkerBenchResult;
   readonly latency: readonly LatencyRow[];
+  readonly replicaAcks: readonly ReplicaAckRow[];
   readonly triage: TriageBenchResult;
 }
 
@@ -34,7 +36,12 @@ export const HEADLINE_CONCURRENCY = 50;
 
 export function renderReport(input: ReportInput): { summary: string; markdown: string } {
   const summary = [headline(input), receiverTable(input.receiver), workerTable(input.worker)]
-    .concat(latencyTable(input.latency), triageTable(input.triage), memoryTable(input))
+    .concat(
+      latencyTable(input.latency),
+      replicaAckTable(input.replicaAcks),
+      triageTable(input.triage),
+      memoryTable(input),
+    )
     .join('\n\n');
   const markdown = [
     '# Benchmarks',
@@ -180,6 +187,27 @@ function latencyTable(rows: readonly LatencyRow[]): string {
         String(row.perSecond),
         String(row.sent),
         String(row.handled),
+        String(row.p50Ms),
+        String(row.p99Ms),
+      ]),
+    ),
+  ].join('\n');
+}
+
+function replicaAckTable(rows: readonly ReplicaAckRow[]): string {
+  return [
+    '## ACK_REPLICAS: the answer, with and without waiting for the replica (open loop)',
+    '',
+    'A primary with one replica on the other core; the receiver answers once the primary has the',
+    'delivery (0), or once the replica has it too (1, Redis `WAIT`).',
+    '',
+    table(
+      ['ACK_REPLICAS', 'offered /s', 'sent', 'acknowledged', 'answer p50 ms', 'answer p99 ms'],
+      rows.map((row) => [
+        String(row.ackReplicas),
+        String(row.perSecond),
+        String(row.sent),
+        String(row.acknowledged),
         String(row.p50Ms),
         String(row.p99Ms),
       ]),

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import bytes from 'bytes';
 import { LOG_LEVELS } from './logger.js';
+import { parseRedisUrl, RedisUrlError } from './queue/redis-url.js';
 import { SIGNATURE_SCHEMES, type SignatureSchemeName } from './webhooks/signature-scheme.js';
 import { decodeStandardWebhookSecret } from './webhooks/standard-webhooks.js';
 
@@ -58,12 +59,20 @@ const SharedEnv = {
   REDIS_URL: z
     .string()
     .trim()
-    .regex(/^rediss?:\/\/\S+$/, 'expected a redis:// or rediss:// URL')
+    .superRefine((url, ctx) => {
+      try {
+        parseRedisUrl(url);
+      } catch (error) {
+        if (!(error instanceof RedisUrlError)) throw error;
+        // The message never repeats the URL: it may hold a password.
+        ctx.addIssue({ code: 'custom', message: error.message });
+      }
+    })
     .default('redis://127.0.0.1:6379'),
   QUEUE_PREFIX: z
     .string()
     .trim()
-    .regex(/^[^\s:]+$/, 'expected a key prefix without spaces or ":"')
+    .regex(/^[^\s:{}]+$/, 'expected a key prefix without spaces, ":", "{" or "}"')
     .default('feedback-receiver'),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_PRETTY: booleanFlag.default(false),
@@ -83,6 +92,8 @@ const ReceiverEnv = z.object({
   BODY_LIMIT: byteSize.default(1024 * 1024),
   INVALID_PAYLOAD: z.enum(INVALID_PAYLOAD_MODES).default('quarantine'),
   ADMIN_TOKEN: z.string().trim().min(16, 'expected at least 16 characters').optional(),
+  ACK_REPLICAS: integer(0, 100).default(0),
+  ACK_REPLICAS_TIMEOUT_MS: integer(1, 60_000).default(1_000),
 });
 
 const WorkerEnv = z.object({
@@ -96,6 +107,7 @@ const WorkerEnv = z.object({
   WORKER_CONCURRENCY: integer(1, 1000).default(10),
   WORKER_LOCK_SECONDS: integer(1, 3600).default(30),
   SHUTDOWN_TIMEOUT_SECONDS: integer(0, 3600).default(30),
+  WORKER_WATCHDOG_SECONDS: integer(1, 3600).default(30),
   METRICS_PORT: integer(0, 65535).default(9464),
   TRIAGE_RULES: z.string().trim().min(1).optional(),
   TRIAGE_DRY_RUN: booleanFlag.default(false),
@@ -111,7 +123,11 @@ export interface SharedConfig {
   readonly redisUrl: string;
   /** False when REDIS_URL was not set and `redisUrl` is the default (`start` then runs its own). */
   readonly redisUrlFromEnv: boolean;
-  /** BullMQ's key prefix; every key this service writes starts with it. */
+  /**
+   * BullMQ's key prefix; every key this service writes starts with it. QUEUE_PREFIX as given,
+   * or on a cluster-mode Redis in braces (`{feedback-receiver}`): a hash tag that puts every key
+   * in one slot, which BullMQ's scripts and ours need.
+   */
   readonly queuePrefix: string;
   readonly logLevel: LogLevel;
   /** Human-readable log lines instead of JSON, for people at a terminal. */
@@ -132,6 +148,8 @@ export interface ReceiverConfig extends SharedConfig {
   readonly webhook: WebhookConfig;
   /** Enables the dashboard at /admin/queues, for requests that carry it. */
   readonly adminToken: string | undefined;
+  /** How many replicas must hold a delivery before it is acknowledged, and for how long to wait. */
+  readonly ackReplicas: { readonly replicas: number; readonly timeoutMs: number };
 }
 
 export interface WebhookConfig {
@@ -154,6 +172,11 @@ export interface WorkerConfig extends SharedConfig {
   /** How long a job's lock lasts; a worker that dies mid-job loses its jobs to others after it. */
   readonly lockSeconds: number;
   readonly shutdownTimeoutSeconds: number;
+  /**
+   * A BullMQ worker that takes no job for this long while jobs wait and it has room is
+   * recreated (it can get stuck after a failover).
+   */
+  readonly watchdogSeconds: number;
   /** Where the worker serves /healthz, /readyz and /metrics. */
   readonly metricsPort: number;
   /** Auto-triage, when TRIAGE_RULES names a rules file. */
@@ -223,6 +246,7 @@ export function loadReceiverConfig(
     port: vars.PORT,
     host: vars.HOST,
     adminToken: vars.ADMIN_TOKEN,
+    ackReplicas: { replicas: vars.ACK_REPLICAS, timeoutMs: vars.ACK_REPLICAS_TIMEOUT_MS },
     webhook: {
       scheme: vars.SIGNATURE_SCHEME,
       secrets,
@@ -277,6 +301,7 @@ export function loadWorkerConfig(
     concurrency: vars.WORKER_CONCURRENCY,
     lockSeconds: vars.WORKER_LOCK_SECONDS,
     shutdownTimeoutSeconds: vars.SHUTDOWN_TIMEOUT_SECONDS,
+    watchdogSeconds: vars.WORKER_WATCHDOG_SECONDS,
     metricsPort: vars.METRICS_PORT,
     triage,
   });
@@ -297,12 +322,17 @@ function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>, env: Env): SharedC
   return {
     redisUrl: vars.REDIS_URL,
     redisUrlFromEnv: (env.REDIS_URL ?? '') !== '',
-    queuePrefix: vars.QUEUE_PREFIX,
+    queuePrefix: keyPrefix(vars.QUEUE_PREFIX, vars.REDIS_URL),
     logLevel: vars.LOG_LEVEL,
     logPretty: vars.LOG_PRETTY,
     dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,
     completedJobRetentionSeconds: vars.COMPLETED_JOB_RETENTION_SECONDS,
   };
+}
+
+/** The prefix of every key, from QUEUE_PREFIX: in braces on a cluster-mode Redis (a hash tag). */
+export function keyPrefix(queuePrefix: string, redisUrl: string): string {
+  return parseRedisUrl(redisUrl).kind === 'cluster' ? `{${queuePrefix}}` : queuePrefix;
 }
 
 function invalid(...lines: string[]): ConfigError {

@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   QUEUE_UNAVAILABLE: { status: 503, title: 'Queue unavailable' },
+  QUEUE_NOT_REPLICATED: { status: 503, title: 'Queue not replicated' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
@@ -63,4 +64,20 @@ export class QueueUnavailableError extends Error {
 /** True for a QueueUnavailableError, even from another copy of this package. */
 export function isQueueUnavailableError(error: unknown): error is QueueUnavailableError {
   return error instanceof Error && QUEUE_UNAVAILABLE in error;
+}
+
+const QUEUE_NOT_REPLICATED = Symbol.for('feedback-receiver.QueueNotReplicatedError');
+
+/**
+ * Redis took the write, but fewer replicas than ACK_REPLICAS confirmed it in time, so a failover
+ * could still lose it. The sender should retry; if the write survives, the retry is a duplicate.
+ */
+export class QueueNotReplicatedError extends Error {
+  override readonly name = 'QueueNotReplicatedError';
+  readonly [QUEUE_NOT_REPLICATED] = true;
+}
+
+/** True for a QueueNotReplicatedError, even from another copy of this package. */
+export function isQueueNotReplicatedError(error: unknown): error is QueueNotReplicatedError {
+  return error instanceof Error && QUEUE_NOT_REPLICATED in error;
 }

@@ -44,7 +44,7 @@ export {
   type QuarantineSummary,
   type ReplayResult,
 } from './queue/quarantine.js';
-export { createProducerConnection } from './queue/redis.js';
+export { createProducerConnection, type RedisConnection } from './queue/redis.js';
 
 export {
   AssigneeSchema,

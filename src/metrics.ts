@@ -17,6 +17,8 @@ export interface Metrics {
   readonly handlerRunDuration: Histogram<'handler' | 'outcome'>;
   readonly apiRequests: Counter<'method' | 'status'>;
   readonly rateLimitWaitSeconds: Counter;
+  /** Workers recreated by the watchdog, by queue. */
+  readonly workerRestarts: Counter<'queue'>;
   /** Reports these queues' depths (waiting, active, delayed, failed) on every scrape. */
   watchQueues(queues: readonly Queue[]): void;
 }
@@ -95,6 +97,12 @@ export function createMetrics(): Metrics {
     rateLimitWaitSeconds: new Counter({
       name: 'feedback_receiver_api_rate_limit_wait_seconds_total',
       help: 'Time API calls spent waiting for a slot of the shared rate limit.',
+      registers,
+    }),
+    workerRestarts: new Counter({
+      name: 'feedback_receiver_worker_restarts_total',
+      help: 'BullMQ workers the watchdog recreated because they took no job while jobs waited.',
+      labelNames: ['queue'],
       registers,
     }),
     watchQueues: (queues) => void watched.push(...queues),

@@ -6,7 +6,6 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Redis } from 'ioredis';
 import type { ReceiverConfig } from './config.js';
 import { createApp, type AppDeps } from './http/app.js';
 import { answerClientError } from './http/client-error.js';
@@ -15,11 +14,11 @@ import { createMetrics, type Metrics } from './metrics.js';
 import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
 import { openProducerQueues } from './queue/producer-queues.js';
-import { redisAnswers } from './queue/redis.js';
+import { redisAnswers, waitForRedis, type RedisConnection } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
 
 export interface ReceiverDeps extends AppDeps {
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
   readonly deliveries: DeliveryQueueProducer;
   readonly quarantine: Quarantine;
   readonly metrics: Metrics;
@@ -37,8 +36,8 @@ export interface ReceiverDeps extends AppDeps {
  * myApp.use(createWebhookRouter(deps)); // before express.json()
  */
 export function createReceiverDeps(config: ReceiverConfig, logger: Logger): ReceiverDeps {
-  const queues = openProducerQueues(config, logger);
-  const { connection, deliveries, handlerRuns } = queues;
+  const queues = openProducerQueues(config, logger, config.ackReplicas);
+  const { connection, writes, deliveries, handlerRuns } = queues;
   const metrics = createMetrics();
   metrics.watchQueues([deliveries.queue, handlerRuns]);
   let draining = false;
@@ -48,7 +47,7 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     invalidPayload: config.webhook.invalidPayload,
     connection,
     deliveries,
-    quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
+    quarantine: createQuarantine({ connection, prefix: config.queuePrefix, writes }),
     logger,
     metrics,
     admin: config.adminToken
@@ -75,6 +74,11 @@ export async function startReceiver(
   logger: Logger,
 ): Promise<RunningReceiver> {
   const deps = createReceiverDeps(config, logger);
+  // A REDIS_URL that is wrong or unreachable stops the process now, not at the first delivery.
+  await waitForRedis(deps.connection, config.redisUrl).catch(async (error: unknown) => {
+    await deps.close();
+    throw error;
+  });
   const server = createServer(createApp(deps));
   // Bounded waits for slow or stalled clients, so they cannot hold connections open for long.
   server.headersTimeout = 10_000;

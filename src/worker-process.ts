@@ -5,15 +5,13 @@
  */
 import { createApiClient } from './api/client.js';
 import type { WorkerConfig } from './config.js';
-import { Queue } from 'bullmq';
 import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './metrics.js';
-import { DELIVERIES_QUEUE, keepCompletedFor } from './queue/deliveries-queue.js';
+import { keepCompletedFor } from './queue/deliveries-queue.js';
 import { HANDLER_RUN_RETENTION } from './queue/handler-runs-queue.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
-import { closeConnection, createWorkerConnection } from './queue/redis.js';
-import type { Delivery } from './webhooks/delivery.js';
+import { closeConnection, createWorkerConnection, waitForRedis } from './queue/redis.js';
 import type { Handler } from './worker/handler.js';
 import { assertUniqueNames, HandlerLoadError, loadHandlerModules } from './worker/load-handlers.js';
 import { startWorkerRuntime, type WorkerRuntime } from './worker/runtime.js';
@@ -22,7 +20,6 @@ import { createTriageHandler } from './worker/triage/triage-handler.js';
 
 /** A running worker: its queues, for reading what became of runs, and how to stop it. */
 export interface StartedWorker extends WorkerRuntime {
-  readonly deliveries: Queue<Delivery>;
   close(): Promise<void>;
 }
 
@@ -66,6 +63,12 @@ export async function startWorker(
 ): Promise<StartedWorker> {
   const handlers = await resolveHandlers(config, options.handlers);
   const connection = createWorkerConnection(config.redisUrl, logger);
+  // A REDIS_URL that is wrong or unreachable stops the process now, instead of a worker that
+  // waits forever.
+  await waitForRedis(connection, config.redisUrl).catch(async (error: unknown) => {
+    await closeConnection(connection);
+    throw error;
+  });
   const metrics = createMetrics();
   // Probes first: an orchestrator asks /healthz during start-up too; /readyz says ready only once
   // the runtime runs, and no more once it stops.
@@ -101,24 +104,17 @@ export async function startWorker(
     concurrency: config.concurrency,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     lockDurationMs: config.lockSeconds * 1000,
+    watchdogMs: config.watchdogSeconds * 1000,
     retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
     metrics,
   });
-  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, {
-    connection,
-    prefix: config.queuePrefix,
-  });
-  // Without a listener, BullMQ prints every connection error with its stack to stderr.
-  deliveries.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
-  metrics.watchQueues([deliveries, runtime.handlerRuns]);
+  metrics.watchQueues([runtime.deliveries, runtime.handlerRuns]);
   running = true;
   return {
     ...runtime,
-    deliveries,
     close: async () => {
       running = false;
       await runtime.close(config.shutdownTimeoutSeconds * 1000);
-      await deliveries.close();
       await probes.close();
       await closeConnection(connection);
     },

@@ -5,6 +5,7 @@ import { createDeadLetter } from '../queue/dead-letter.js';
 import type { DeliveryQueueProducer } from '../queue/deliveries-queue.js';
 import { openProducerQueues } from '../queue/producer-queues.js';
 import { createQuarantine } from '../queue/quarantine.js';
+import { waitForRedis } from '../queue/redis.js';
 
 /** Runs `use` with the dead letter, the quarantine and the deliveries queue, then closes them. */
 export async function withQueues<T>(
@@ -20,9 +21,7 @@ export async function withQueues<T>(
     createLogger({ level: 'silent' }),
   );
   try {
-    await deliveries.queue.waitUntilReady().catch(() => {
-      throw new Error(`cannot reach Redis at ${config.redisUrl}`);
-    });
+    await waitForRedis(connection, config.redisUrl);
     return await use({
       deadLetter: createDeadLetter(handlerRuns, deliveries.queue),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),

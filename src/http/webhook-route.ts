@@ -5,7 +5,7 @@
  * hot path, and everything that can be prepared once is prepared when the router is built.
  */
 import express, { type Request, type Response, type Router } from 'express';
-import { isQueueUnavailableError, type ErrorCode } from '../errors.js';
+import { isQueueNotReplicatedError, isQueueUnavailableError, type ErrorCode } from '../errors.js';
 import type { InvalidPayloadMode } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -180,6 +180,18 @@ export function createWebhookRouter(
         }
       }
     } catch (error) {
+      // Stored, but not yet on enough replicas (ACK_REPLICAS): a failover could still lose it,
+      // so it is not acknowledged. If it survives, the sender's retry is answered as a duplicate.
+      if (isQueueNotReplicatedError(error)) {
+        logger.error({ error: error.message }, 'delivery not acknowledged: not replicated');
+        counted('rejected', 'not_replicated');
+        res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+        return sendProblem(
+          res,
+          'QUEUE_NOT_REPLICATED',
+          'Too few Redis replicas confirmed the delivery in time; retry later.',
+        );
+      }
       // Nothing was stored, so nothing may be acknowledged: the sender retries later.
       if (isQueueUnavailableError(error)) {
         logger.error(

@@ -9,8 +9,8 @@
  * window later. Each slot is therefore held for the window plus a margin.
  */
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { RateLimiter } from '../api/rate-limiter.js';
+import type { RedisConnection } from './redis.js';
 
 // Redis's own clock, so that processes on machines whose clocks differ still agree.
 const ACQUIRE = `
@@ -29,7 +29,7 @@ return math.max(1, tonumber(oldest[2]) + window - now)
 `;
 
 export interface RedisRateLimiterOptions {
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
   readonly prefix: string;
   /** Requests per window, all processes together. */
   readonly limit: number;

@@ -6,9 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Queue, type Job, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
-import { writeOrUnavailable } from './redis.js';
+import type { RedisConnection } from './redis.js';
+import { createReplicatedWrites, type ReplicatedWrites } from './replicated-writes.js';
 
 export const DELIVERIES_QUEUE = 'deliveries';
 
@@ -41,14 +41,19 @@ export interface EnqueueResult {
 
 /** What the receiver needs of the queue: put a delivery in it, once. */
 export interface DeliveryQueue {
-  /** @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored. */
+  /**
+   * @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored.
+   * @throws {QueueNotReplicatedError} when too few replicas confirmed it in time; it may exist.
+   */
   enqueue(delivery: Delivery): Promise<EnqueueResult>;
 }
 
 export interface DeliveryQueueOptions {
   /** A producer connection (see createProducerConnection); shared, not closed by close(). */
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
   readonly prefix: string;
+  /** How writes are made and confirmed. Default: on `connection`, waiting for no replica. */
+  readonly writes?: ReplicatedWrites;
   /** How long a delivery key is remembered, whatever happens to its job. */
   readonly dedupeTtlSeconds: number;
   /** How long finished jobs are kept. Default: DELIVERY_JOB_RETENTION. */
@@ -67,6 +72,7 @@ export function createDeliveryQueue({
   prefix,
   dedupeTtlSeconds,
   retention = DELIVERY_JOB_RETENTION,
+  writes = createReplicatedWrites({ connection, key: prefix }),
 }: DeliveryQueueOptions): DeliveryQueueProducer {
   const queue = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
   const ttl = dedupeTtlSeconds * 1000;
@@ -75,7 +81,7 @@ export function createDeliveryQueue({
     const jobId = randomUUID();
     // BullMQ keeps a deduplication marker with a TTL after the job finishes and after retention
     // removes it, and checks it inside the script that adds the job.
-    const job = await writeOrUnavailable(connection, () =>
+    const job = await writes.store(() =>
       queue.add(delivery.event, delivery, {
         ...retention,
         jobId,

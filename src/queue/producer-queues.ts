@@ -4,7 +4,6 @@
  * receiver and by the operator commands of the CLI.
  */
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { SharedConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import {
@@ -14,10 +13,22 @@ import {
   type DeliveryQueueProducer,
 } from './deliveries-queue.js';
 import { createHandlerRunsQueue, type HandlerRunData } from './handler-runs-queue.js';
-import { closeConnection, createProducerConnection } from './redis.js';
+import {
+  closeConnection,
+  createProducerConnection,
+  PRODUCER_COMMAND_TIMEOUT_MS,
+  type RedisConnection,
+} from './redis.js';
+import {
+  createReplicatedWrites,
+  type ReplicaAcks,
+  type ReplicatedWrites,
+} from './replicated-writes.js';
 
 export interface ProducerQueues {
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
+  /** The writes a sender is answered for (deliveries, quarantine), confirmed as ACK_REPLICAS says. */
+  readonly writes: ReplicatedWrites;
   readonly deliveries: DeliveryQueueProducer;
   readonly handlerRuns: Queue<HandlerRunData>;
   /** Closes both queues, then the connection. */
@@ -30,10 +41,20 @@ export function openProducerQueues(
     'redisUrl' | 'queuePrefix' | 'dedupeTtlSeconds' | 'completedJobRetentionSeconds'
   >,
   logger: Logger,
+  acks?: ReplicaAcks,
 ): ProducerQueues {
-  const connection = createProducerConnection(config.redisUrl, logger);
+  const connection = createProducerConnection(config.redisUrl, logger, {
+    // A write may wait behind a WAIT, and a WAIT for its timeout: neither should time out first.
+    commandTimeoutMs: PRODUCER_COMMAND_TIMEOUT_MS + (acks?.replicas ? acks.timeoutMs : 0),
+  });
+  const writes = createReplicatedWrites({
+    connection,
+    key: config.queuePrefix,
+    ...(acks ? { acks } : {}),
+  });
   const deliveries = createDeliveryQueue({
     connection,
+    writes,
     prefix: config.queuePrefix,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     retention: keepCompletedFor(DELIVERY_JOB_RETENTION, config.completedJobRetentionSeconds),
@@ -45,6 +66,7 @@ export function openProducerQueues(
   }
   return {
     connection,
+    writes,
     deliveries,
     handlerRuns,
     close: async () => {

@@ -5,14 +5,14 @@
  * a new delivery once the cause is fixed.
  */
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import {
   interpretPayload,
   type InvalidPayloadIssue,
   type Interpretation,
 } from '../webhooks/delivery.js';
 import type { DeliveryQueue, EnqueueStatus } from './deliveries-queue.js';
-import { writeOrUnavailable } from './redis.js';
+import type { RedisConnection } from './redis.js';
+import { createReplicatedWrites, type ReplicatedWrites } from './replicated-writes.js';
 
 export interface QuarantineEntry {
   readonly id: string;
@@ -42,7 +42,10 @@ export type ReplayResult =
   | { readonly id: string; readonly status: 'not_found' };
 
 export interface Quarantine {
-  /** @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored. */
+  /**
+   * @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored.
+   * @throws {QueueNotReplicatedError} when too few replicas confirmed it in time; it may exist.
+   */
   add(entry: NewQuarantineEntry): Promise<string>;
   /** Newest first. */
   list(options?: { offset?: number; limit?: number }): Promise<QuarantineSummary[]>;
@@ -57,13 +60,19 @@ export interface Quarantine {
 }
 
 export interface QuarantineOptions {
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
   readonly prefix: string;
+  /** How `add` writes and confirms. Default: on `connection`, waiting for no replica. */
+  readonly writes?: ReplicatedWrites;
 }
 
 type StoredMeta = Omit<QuarantineEntry, 'id' | 'body'> & { size: number };
 
-export function createQuarantine({ connection, prefix }: QuarantineOptions): Quarantine {
+export function createQuarantine({
+  connection,
+  prefix,
+  writes = createReplicatedWrites({ connection, key: prefix }),
+}: QuarantineOptions): Quarantine {
   const indexKey = `${prefix}:quarantine:index`;
   const entryKey = (id: string) => `${prefix}:quarantine:entry:${id}`;
 
@@ -85,7 +94,7 @@ export function createQuarantine({ connection, prefix }: QuarantineOptions): Qua
       const id = `q-${randomUUID()}`;
       const { body, ...rest } = entry;
       const meta: StoredMeta = { ...rest, size: body.length };
-      const results = await writeOrUnavailable(connection, () =>
+      const results = await writes.store(() =>
         connection
           .multi()
           .hset(entryKey(id), 'meta', JSON.stringify(meta), 'body', body)

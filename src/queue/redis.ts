@@ -1,22 +1,36 @@
 /**
- * Redis connections by role, as BullMQ's production guide sets them. The receiver's producer
- * fails fast, so a sender gets a 503 in well under two seconds instead of waiting on a dead
- * Redis; workers wait patiently instead.
+ * Redis connections by role, as BullMQ's production guide sets them, to whatever REDIS_URL names:
+ * a single Redis, a primary found through Sentinel, or a cluster-mode Redis. The receiver's
+ * producer fails fast, so a sender gets a 503 in well under two seconds instead of waiting on a
+ * dead Redis; workers wait patiently instead.
  */
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { QueueUnavailableError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { parseRedisUrl, redactRedisUrl, type RedisTarget } from './redis-url.js';
+
+/** A connection to a single Redis (directly or through Sentinel) or to a cluster-mode Redis. */
+export type RedisConnection = Redis | Cluster;
 
 /** How long one command may take before the producer gives up on it. */
 export const PRODUCER_COMMAND_TIMEOUT_MS = 1_500;
 
-export function createProducerConnection(url: string, logger: Logger): Redis {
-  const connection = new Redis(url, {
+export interface ProducerConnectionOptions {
+  /** Default: PRODUCER_COMMAND_TIMEOUT_MS. Longer when writes wait for replicas (ACK_REPLICAS). */
+  readonly commandTimeoutMs?: number;
+}
+
+export function createProducerConnection(
+  url: string,
+  logger: Logger,
+  { commandTimeoutMs = PRODUCER_COMMAND_TIMEOUT_MS }: ProducerConnectionOptions = {},
+): RedisConnection {
+  const connection = connectTo(url, {
     // Refuse commands while disconnected instead of queueing them until Redis is back.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     // A Redis that accepts the connection but does not answer (paused, swapping) still fails.
-    commandTimeout: PRODUCER_COMMAND_TIMEOUT_MS,
+    commandTimeout: commandTimeoutMs,
     connectTimeout: 2_000,
     connectionName: 'feedback-receiver:producer',
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
@@ -29,8 +43,8 @@ export function createProducerConnection(url: string, logger: Logger): Redis {
  * A worker's connection: it waits for Redis instead of failing, since a worker has nobody to
  * answer and should simply carry on when Redis is back (BullMQ requires this for workers).
  */
-export function createWorkerConnection(url: string, logger: Logger): Redis {
-  const connection = new Redis(url, {
+export function createWorkerConnection(url: string, logger: Logger): RedisConnection {
+  const connection = connectTo(url, {
     maxRetriesPerRequest: null,
     connectionName: 'feedback-receiver:worker',
     retryStrategy: (attempt) => Math.min(attempt * 200, 5_000),
@@ -39,17 +53,128 @@ export function createWorkerConnection(url: string, logger: Logger): Redis {
   return connection;
 }
 
+/** What a role decides about its connections; the rest comes from REDIS_URL. */
+type RoleOptions = Pick<
+  RedisOptions,
+  | 'enableOfflineQueue'
+  | 'maxRetriesPerRequest'
+  | 'commandTimeout'
+  | 'connectTimeout'
+  | 'connectionName'
+  | 'retryStrategy'
+>;
+
+function connectTo(url: string, options: RoleOptions): RedisConnection {
+  const target: RedisTarget = parseRedisUrl(url);
+  // After a failover the old primary may come back as a replica, and a managed "primary
+  // endpoint" may still hold a connection to the node that was demoted: a write then gets
+  // READONLY. Reconnecting finds the primary again (through the sentinels, the DNS name, or the
+  // cluster's slots); the write itself is answered 503 and retried by its sender.
+  const reconnectOnError = (error: Error) => error.message.startsWith('READONLY');
+  switch (target.kind) {
+    case 'single':
+      return new Redis(url, { ...options, reconnectOnError });
+    case 'sentinel':
+      return new Redis({
+        ...options,
+        reconnectOnError,
+        sentinels: target.sentinels.map(({ host, port }) => ({ host, port })),
+        name: target.masterName,
+        username: target.username,
+        password: target.password,
+        sentinelUsername: target.sentinelUsername,
+        sentinelPassword: target.sentinelPassword,
+        ...(target.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+        // Reconnect as soon as a sentinel announces a new primary, not when the old one fails.
+        failoverDetector: true,
+      });
+    case 'cluster': {
+      const { retryStrategy, enableOfflineQueue, ...nodeOptions } = options;
+      return new Cluster(
+        target.nodes.map(({ host, port }) => ({ host, port })),
+        {
+          ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+          ...(retryStrategy ? { clusterRetryStrategy: retryStrategy } : {}),
+          redisOptions: {
+            ...nodeOptions,
+            reconnectOnError,
+            username: target.username,
+            password: target.password,
+            ...(target.tls ? { tls: {} } : {}),
+          },
+        },
+      );
+    }
+  }
+}
+
+/** REDIS_URL names a Redis this process could not use at start. */
+export class RedisUnreachableError extends Error {
+  override readonly name = 'RedisUnreachableError';
+}
+
+/** How long a process waits at start for REDIS_URL to answer before it gives up. */
+export const START_TIMEOUT_MS = 10_000;
+
+/**
+ * Waits until the connection is ready. A Redis that refuses the credentials fails at once; one
+ * that cannot be reached fails after `timeoutMs`. The message names REDIS_URL, with the
+ * password hidden.
+ *
+ * @throws {RedisUnreachableError}
+ */
+export async function waitForRedis(
+  connection: RedisConnection,
+  url: string,
+  timeoutMs = START_TIMEOUT_MS,
+): Promise<void> {
+  if (connection.status === 'ready') return;
+  let lastError: Error | undefined;
+  let onReady!: () => void;
+  let onError!: (error: Error) => void;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const fail = (reason: string) =>
+        reject(
+          new RedisUnreachableError(
+            `REDIS_URL: cannot use Redis at ${redactRedisUrl(url)}: ${reason}`,
+          ),
+        );
+      onReady = resolve;
+      onError = (error) => {
+        lastError = error;
+        // Redis answered, and said no (a wrong password or user): waiting will not help.
+        if (error.name === 'ReplyError') fail(error.message);
+      };
+      connection.on('ready', onReady);
+      connection.on('error', onError);
+      timer = setTimeout(
+        () =>
+          fail(
+            `no answer within ${timeoutMs / 1000} s (${lastError?.message ?? 'no error reported'})`,
+          ),
+        timeoutMs,
+      );
+    });
+  } finally {
+    clearTimeout(timer);
+    connection.off('ready', onReady);
+    connection.off('error', onError);
+  }
+}
+
 /** Connections this process closes on purpose; losing them is not news. */
-const closing = new WeakSet<Redis>();
+const closing = new WeakSet<RedisConnection>();
 
 /** Closes a connection on purpose: waits for replies in flight, and logs no warning. */
-export async function closeConnection(connection: Redis): Promise<void> {
+export async function closeConnection(connection: RedisConnection): Promise<void> {
   closing.add(connection);
   await connection.quit().catch(() => connection.disconnect());
 }
 
 /** Logs when the connection is lost and when it is back, once each, not on every retry. */
-function reportConnectionState(connection: Redis, logger: Logger): void {
+function reportConnectionState(connection: RedisConnection, logger: Logger): void {
   let down = false;
   connection.on('error', (error: Error) => {
     if (!down) logger.warn({ error: error.message }, 'redis connection failed');
@@ -66,7 +191,7 @@ function reportConnectionState(connection: Redis, logger: Logger): void {
 }
 
 /** True when Redis answers a PING within the producer's command timeout. */
-export async function redisAnswers(connection: Redis): Promise<boolean> {
+export async function redisAnswers(connection: RedisConnection): Promise<boolean> {
   if (connection.status !== 'ready') return false;
   try {
     return (await connection.ping()) === 'PONG';
@@ -96,7 +221,7 @@ const REFUSING_WRITES = new Set([
  * that the command was wrong: the connection is not ready (refused, lost, reconnecting), the
  * command timed out, or Redis answered with an error code of a Redis refusing writes.
  */
-export function isRedisUnavailable(connection: Redis, error: unknown): boolean {
+export function isRedisUnavailable(connection: RedisConnection, error: unknown): boolean {
   if (connection.status !== 'ready') return true;
   if (!(error instanceof Error)) return false;
   // ioredis rejects a command past `commandTimeout` with a plain Error and this message only.
@@ -107,7 +232,7 @@ export function isRedisUnavailable(connection: Redis, error: unknown): boolean {
 
 /** Runs a write, and turns an error that means Redis is unavailable into QueueUnavailableError. */
 export async function writeOrUnavailable<T>(
-  connection: Redis,
+  connection: RedisConnection,
   write: () => Promise<T>,
 ): Promise<T> {
   try {

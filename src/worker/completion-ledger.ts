@@ -17,8 +17,8 @@
  * marker (and the memory) first. Normal queued runs pay nothing: no command, no round trip.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
+import type { RedisConnection } from '../queue/redis.js';
 
 export interface CompletionLedger {
   /** The handler of this run, which has a job of its own, returned. */
@@ -38,7 +38,7 @@ export interface CompletionLedger {
 
 export interface CompletionLedgerOptions {
   /** The worker's connection: its `ready` event says Redis is back. */
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
   readonly prefix: string;
   /** How long a marker is kept: as long as a delivery is remembered. */
   readonly ttlSeconds: number;

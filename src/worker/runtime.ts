@@ -1,10 +1,10 @@
 /**
  * The worker runtime: two BullMQ workers, one consuming `deliveries` (each job routes a delivery
  * and makes its runs' first attempts) and one consuming `handler-runs` (the attempts after that),
- * and how they stop. What happens to a run is in runs.ts.
+ * and how they stop. A watchdog recreates either if it stops taking jobs (watchdog.ts). What
+ * happens to a run is in runs.ts.
  */
-import { Worker, type Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { Queue, Worker } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
@@ -15,13 +15,16 @@ import {
   HANDLER_RUNS_QUEUE,
   type HandlerRunData,
 } from '../queue/handler-runs-queue.js';
+import type { RedisConnection } from '../queue/redis.js';
+import type { Delivery } from '../webhooks/delivery.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
+import { watchWorker } from './watchdog.js';
 
 export interface WorkerRuntimeOptions {
   /** A worker connection (see createWorkerConnection); BullMQ adds its blocking ones to it. */
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
   readonly prefix: string;
   readonly handlers: readonly Handler[];
   readonly api: ApiClient;
@@ -37,11 +40,17 @@ export interface WorkerRuntimeOptions {
   readonly lockDurationMs?: number;
   /** Retention of handler runs; the default keeps failed runs (the dead letter) 30 days. */
   readonly retention?: JobRetention;
-  /** Counts and times handler runs by outcome. */
-  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration'>;
+  /** Counts and times handler runs by outcome, and counts workers the watchdog recreated. */
+  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration' | 'workerRestarts'>;
+  /**
+   * A worker that takes no job for this long while jobs wait and it has room is recreated
+   * (see watchdog.ts). Default: 30 000.
+   */
+  readonly watchdogMs?: number;
 }
 
 export interface WorkerRuntime {
+  readonly deliveries: Queue<Delivery>;
   readonly handlerRuns: Queue<HandlerRunData>;
   /**
    * Stops taking jobs and waits for running ones; after `timeoutMs` it aborts them through
@@ -49,6 +58,8 @@ export interface WorkerRuntime {
    */
   close(timeoutMs?: number): Promise<void>;
 }
+
+const DEFAULT_WATCHDOG_MS = 30_000;
 
 /** A job that stalls (its worker died) more often than this fails instead of looping forever. */
 const MAX_STALLED_COUNT = 3;
@@ -76,16 +87,38 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     stalledInterval: lockDuration,
     maxStalledCount: MAX_STALLED_COUNT,
   };
-  const deliveriesWorker = new Worker(DELIVERIES_QUEUE, runs.route, workerOptions);
-  const handlersWorker = new Worker<HandlerRunData>(HANDLER_RUNS_QUEUE, runs.runQueued, {
-    ...workerOptions,
-    settings: { backoffStrategy: runs.backoff },
+  const onError = (error: Error) => logger.warn({ error: error.message }, 'worker error');
+  const watchdog = {
+    concurrency,
+    stuckAfterMs: options.watchdogMs ?? DEFAULT_WATCHDOG_MS,
+    logger,
+    restarted: (queue: string) => options.metrics?.workerRestarts.inc({ queue }),
+  };
+  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
+  deliveries.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
+  const deliveriesWorker = watchWorker({
+    ...watchdog,
+    queue: deliveries,
+    processor: runs.route,
+    create: (processor) =>
+      new Worker(DELIVERIES_QUEUE, processor, workerOptions).on('error', onError),
   });
-  for (const worker of [deliveriesWorker, handlersWorker]) {
-    worker.on('error', (error) => logger.warn({ error: error.message }, 'worker error'));
-  }
-  handlersWorker.on('completed', (job) => completions.confirmed(job.id!));
-  await Promise.all([deliveriesWorker.waitUntilReady(), handlersWorker.waitUntilReady()]);
+  const handlersWorker = watchWorker({
+    ...watchdog,
+    queue: handlerRuns,
+    processor: runs.runQueued,
+    create: (processor) =>
+      new Worker<HandlerRunData>(HANDLER_RUNS_QUEUE, processor, {
+        ...workerOptions,
+        settings: { backoffStrategy: runs.backoff },
+      })
+        .on('error', onError)
+        .on('completed', (job) => completions.confirmed(job.id!)),
+  });
+  await Promise.all([
+    deliveriesWorker.worker.waitUntilReady(),
+    handlersWorker.worker.waitUntilReady(),
+  ]);
   logger.info({ handlers: handlers.map((handler) => handler.name), concurrency }, 'worker started');
 
   let closing: Promise<void> | undefined;
@@ -101,9 +134,10 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       }
       await completions.close();
       await handlerRuns.close();
+      await deliveries.close();
     })();
     return closing;
   };
 
-  return { handlerRuns, close };
+  return { deliveries, handlerRuns, close };
 }

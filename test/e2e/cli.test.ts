@@ -13,6 +13,10 @@ import { createQuarantine } from '../../src/queue/quarantine.js';
 import { SANDBOX_STARTUP_TOKEN, SANDBOX_TOKEN } from '../../src/sandbox/seed.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { reportedUrl, runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import {
+  createRecord as createRecordIn,
+  recordInSandbox as readRecord,
+} from '../helpers/sandbox-client.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const prefix = `e2e-cli-${randomUUID().slice(0, 8)}`;
@@ -34,19 +38,9 @@ async function cli(args: string[], env: Record<string, string> = {}) {
   return { code, output: run.output() };
 }
 
-async function createRecord(projectId: string, fields: Partial<FeedbackRecord>) {
-  const response = await fetch(`${sandboxUrl}/sandbox/projects/${projectId}/feedback`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(fields),
-  });
-  expect(response.status).toBe(201);
-  return (await response.json()) as FeedbackRecord;
-}
-
-async function recordInSandbox(id: string) {
-  return (await (await fetch(`${sandboxUrl}/sandbox/feedback/${id}`)).json()) as FeedbackRecord;
-}
+const createRecord = (projectId: string, fields: Partial<FeedbackRecord>) =>
+  createRecordIn(sandboxUrl, projectId, fields);
+const recordInSandbox = (id: string) => readRecord(sandboxUrl, id);
 
 beforeAll(async () => {
   const sandbox = runCli(['sandbox', '--port', '0'], {});

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { freePort } from '../helpers/free-port.js';
 import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
 
 const sh = promisify(execFile);
@@ -108,6 +109,43 @@ describe('feedback-receiver serve', () => {
     expect(await cli.exited()).toBe(1);
     expect(cli.output()).toMatch(/PORT: expected a whole number/);
   });
+
+  it('stops at start when REDIS_URL cannot be reached, naming it without the password', async () => {
+    const port = await freePort();
+    const cli = runCli(['serve'], {
+      WEBHOOK_SECRET: SECRET,
+      PORT: '0',
+      REDIS_URL: `redis://:hunter2@127.0.0.1:${port}`,
+    });
+    expect(await cli.exited()).toBe(1);
+    expect(cli.output()).toMatch(
+      new RegExp(
+        `REDIS_URL: cannot use Redis at redis://:\\*\\*\\*@127.0.0.1:${port}: no answer within 10 s`,
+      ),
+    );
+    expect(cli.output()).not.toContain('hunter2');
+    expect(cli.output()).not.toContain('receiver listening');
+  }, 20_000);
+
+  it.each(['serve', 'work'])(
+    '%s stops at once when Redis refuses the password',
+    async (command) => {
+      // A Redis without ACL users ignores a password for the default user; not for another one.
+      const url = `redis://nobody:hunter2@${new URL(inject('redisUrl')).host}`;
+      const cli = runCli([command], {
+        WEBHOOK_SECRET: SECRET,
+        TRIAGE_RULES: 'examples/triage-rules.jsonc',
+        TRIAGE_DRY_RUN: 'true',
+        PORT: '0',
+        REDIS_URL: url,
+      });
+      expect(await cli.exited(), cli.output()).toBe(1);
+      expect(cli.output()).toMatch(
+        /REDIS_URL: cannot use Redis at redis:\/\/nobody:\*\*\*@127\.0\.0\.1:\d+: WRONGPASS/,
+      );
+      expect(cli.output()).not.toContain('hunter2');
+    },
+  );
 
   it('answers wrong usage with exit code 2', async () => {
     const cli = runCli(['serv'], {});

@@ -4,7 +4,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
-import type { Redis } from 'ioredis';
 import { expect, inject, vi } from 'vitest';
 import type { InvalidPayloadMode } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
@@ -17,7 +16,12 @@ import {
   type JobRetention,
 } from '../../src/queue/deliveries-queue.js';
 import { createQuarantine, type Quarantine } from '../../src/queue/quarantine.js';
-import { createProducerConnection, redisAnswers } from '../../src/queue/redis.js';
+import {
+  createProducerConnection,
+  redisAnswers,
+  type RedisConnection,
+} from '../../src/queue/redis.js';
+import { createReplicatedWrites, type ReplicaAcks } from '../../src/queue/replicated-writes.js';
 import {
   createSignatureScheme,
   type SignatureSchemeName,
@@ -34,6 +38,8 @@ export interface TestReceiverOptions {
   dedupeTtlSeconds?: number;
   retention?: JobRetention;
   now?: () => number;
+  /** Replicas to wait for before answering (ACK_REPLICAS). Default: none. */
+  acks?: ReplicaAcks;
   /** Puts something between the route and the real queue, to inject a failure. */
   wrapQueue?: (queue: DeliveryQueue) => DeliveryQueue;
 }
@@ -41,7 +47,7 @@ export interface TestReceiverOptions {
 export interface TestReceiver {
   readonly app: Express;
   readonly prefix: string;
-  readonly connection: Redis;
+  readonly connection: RedisConnection;
   readonly deliveries: DeliveryQueueProducer;
   readonly quarantine: Quarantine;
   readonly metrics: Metrics;
@@ -58,8 +64,14 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
     destination: { write: (line: string) => void logs.push(JSON.parse(line)) },
   });
   const connection = createProducerConnection(options.redisUrl ?? inject('redisUrl'), logger);
+  const writes = createReplicatedWrites({
+    connection,
+    key: prefix,
+    ...(options.acks ? { acks: options.acks } : {}),
+  });
   const deliveries = createDeliveryQueue({
     connection,
+    writes,
     prefix,
     dedupeTtlSeconds: options.dedupeTtlSeconds ?? 3600,
     ...(options.retention ? { retention: options.retention } : {}),
@@ -69,7 +81,7 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
     timeout: 5_000,
   });
   await deliveries.queue.waitUntilReady();
-  const quarantine = createQuarantine({ connection, prefix });
+  const quarantine = createQuarantine({ connection, prefix, writes });
   const metrics = createMetrics();
   metrics.watchQueues([deliveries.queue]);
   const app = createApp({

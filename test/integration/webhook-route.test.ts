@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Worker } from 'bullmq';
+import { Cluster } from 'ioredis';
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
@@ -350,6 +351,8 @@ describe('GET /healthz and /readyz', () => {
 });
 
 function connectionOf(testReceiver: TestReceiver) {
-  const { host, port } = testReceiver.connection.options;
+  const { connection } = testReceiver;
+  if (connection instanceof Cluster) throw new Error('the test receiver uses a single Redis');
+  const { host, port } = connection.options;
   return { host: host ?? '127.0.0.1', port: port ?? 6379 };
 }

@@ -37,6 +37,7 @@ describe('loadReceiverConfig', () => {
         bodyLimitBytes: 1024 * 1024,
         invalidPayload: 'quarantine',
       },
+      ackReplicas: { replicas: 0, timeoutMs: 1000 },
     });
   });
 
@@ -86,8 +87,14 @@ describe('loadReceiverConfig', () => {
   it.each([
     ['PORT', 'http', /PORT: expected a whole number from 0 to 65535/],
     ['PORT', '70000', /PORT: expected a whole number from 0 to 65535/],
-    ['REDIS_URL', 'localhost:6379', /REDIS_URL: expected a redis:\/\/ or rediss:\/\/ URL/],
+    ['REDIS_URL', 'localhost:6379', /REDIS_URL: expected redis:\/\/, rediss:\/\/, redis\+sentinel/],
+    ['REDIS_URL', 'redis+sentinel://127.0.0.1:26379', /REDIS_URL: expected the master name/],
+    ['REDIS_URL', 'redis+cluster://127.0.0.1:7000/0', /REDIS_URL: a cluster-mode Redis has no/],
+    ['REDIS_URL', 'redis+cluster://127.0.0.1:99999', /REDIS_URL: expected host:port/],
     ['QUEUE_PREFIX', 'a:b', /QUEUE_PREFIX: expected a key prefix/],
+    ['QUEUE_PREFIX', '{a}', /QUEUE_PREFIX: expected a key prefix/],
+    ['ACK_REPLICAS', '-1', /ACK_REPLICAS: expected a whole number from 0/],
+    ['ACK_REPLICAS_TIMEOUT_MS', '0', /ACK_REPLICAS_TIMEOUT_MS: expected a whole number from 1/],
     ['LOG_LEVEL', 'loud', /LOG_LEVEL: /],
     ['SIGNATURE_SCHEME', 'md5', /SIGNATURE_SCHEME: /],
     ['SIGNATURE_HEADER', 'X Sig', /SIGNATURE_HEADER: expected an HTTP header name/],
@@ -112,6 +119,20 @@ describe('loadReceiverConfig', () => {
     });
     expect(message).toMatch(/secret #1 is not of the form whsec_<base64>/);
     expect(message).not.toContain('not-a-whsec-secret');
+  });
+
+  it('never repeats the password of a REDIS_URL it refuses', () => {
+    const message = configError({ ...minimal, REDIS_URL: 'redis+sentinel://:hunter2@10.0.0.1' });
+    expect(message).toMatch(/REDIS_URL: expected the master name/);
+    expect(message).not.toContain('hunter2');
+  });
+
+  it('puts the key prefix in braces on a cluster-mode Redis, and only there', () => {
+    const prefixOn = (url: string) =>
+      loadReceiverConfig({ ...minimal, REDIS_URL: url, QUEUE_PREFIX: 'fr' }).queuePrefix;
+    expect(prefixOn('redis+cluster://10.0.0.1:7000,10.0.0.2:7000')).toBe('{fr}');
+    expect(prefixOn('redis+sentinel://10.0.0.1:26379/mymaster')).toBe('fr');
+    expect(prefixOn('rediss://user:pw@redis.example.com:6380')).toBe('fr');
   });
 
   it('parses sizes as Express writes them', () => {
@@ -146,6 +167,7 @@ describe('loadWorkerConfig', () => {
       concurrency: 10,
       lockSeconds: 30,
       shutdownTimeoutSeconds: 30,
+      watchdogSeconds: 30,
       metricsPort: 9464,
       triage: undefined,
     });

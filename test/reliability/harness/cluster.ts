@@ -11,11 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { keyPrefix } from '../../../src/config.js';
 import { DELIVERIES_QUEUE } from '../../../src/queue/deliveries-queue.js';
 import { HANDLER_RUNS_QUEUE } from '../../../src/queue/handler-runs-queue.js';
 import { createQuarantine, type Quarantine } from '../../../src/queue/quarantine.js';
 import { runCli, startServe, type CliProcess } from '../../helpers/cli-process.js';
+import type { RedisConnection } from '../../../src/queue/redis.js';
 import { startRedisServer, type RedisServer } from '../../helpers/redis-server.js';
+import type { RedisUnderTest } from '../../helpers/redis-topologies.js';
 
 export const SECRET = 'reliability-secret-7d1f0c9a4b';
 export const PROBE_HANDLER = 'test/fixtures/handlers/reliability-probe.mjs';
@@ -27,13 +30,17 @@ export interface Receiver {
   readonly base: string;
 }
 
-export interface Cluster {
+/** The default: one redis-server, with its append-only file. */
+export type SingleRedis = RedisServer & RedisUnderTest;
+
+export interface Cluster<R extends RedisUnderTest = SingleRedis> {
   /** A directory of this cluster's own, removed at close. */
   readonly dir: string;
-  readonly redis: RedisServer;
+  readonly redis: R;
+  /** QUEUE_PREFIX of its processes. */
   readonly prefix: string;
   /** A client for the suite's own reads; fails fast while Redis is down. */
-  readonly client: Redis;
+  readonly client: RedisConnection;
   readonly handlerRuns: Queue;
   readonly deliveries: Queue;
   readonly quarantine: Quarantine;
@@ -51,15 +58,32 @@ export interface Cluster {
   close(): Promise<void>;
 }
 
-export async function startCluster(): Promise<Cluster> {
+async function startSingleRedis(): Promise<SingleRedis> {
+  const server = await startRedisServer({ appendOnly: true });
+  return Object.assign(server, {
+    connect: () => {
+      const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
+      client.on('error', () => {}); // outages are the point here; the suite polls through them
+      return client;
+    },
+  });
+}
+
+/** Processes on one redis-server, or on the replicated Redis that `startRedis` starts. */
+export async function startCluster(): Promise<Cluster>;
+export async function startCluster<R extends RedisUnderTest>(
+  startRedis: () => Promise<R>,
+): Promise<Cluster<R>>;
+export async function startCluster(
+  startRedis: () => Promise<RedisUnderTest> = startSingleRedis,
+): Promise<Cluster<RedisUnderTest>> {
   const dir = await mkdtemp(join(tmpdir(), 'reliability-'));
-  const redis = await startRedisServer({ appendOnly: true });
+  const redis = await startRedis();
   const prefix = `rel-${randomUUID().slice(0, 8)}`;
-  const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
-  client.on('error', () => {}); // outages are the point here; the suite polls through them
-  const connection = { url: redis.url, maxRetriesPerRequest: 1 };
-  const handlerRuns = new Queue(HANDLER_RUNS_QUEUE, { connection, prefix });
-  const deliveries = new Queue(DELIVERIES_QUEUE, { connection, prefix });
+  const keys = keyPrefix(prefix, redis.url);
+  const client = redis.connect();
+  const handlerRuns = new Queue(HANDLER_RUNS_QUEUE, { connection: client, prefix: keys });
+  const deliveries = new Queue(DELIVERIES_QUEUE, { connection: client, prefix: keys });
   for (const queue of [handlerRuns, deliveries]) queue.on('error', () => {});
   const effectsLog = join(dir, 'effects.log');
   const runsLog = join(dir, 'runs.log');
@@ -75,7 +99,7 @@ export async function startCluster(): Promise<Cluster> {
     client,
     handlerRuns,
     deliveries,
-    quarantine: createQuarantine({ connection: client, prefix }),
+    quarantine: createQuarantine({ connection: client, prefix: keys }),
     effectsLog,
     runsLog,
 

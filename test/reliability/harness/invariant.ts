@@ -4,7 +4,10 @@
  * reason. Nothing else. Also counts what the report shows.
  */
 import { expect, vi } from 'vitest';
-import type { Cluster } from './cluster.js';
+import type { Cluster as AnyCluster } from './cluster.js';
+import type { RedisUnderTest } from '../../helpers/redis-topologies.js';
+
+type Cluster = AnyCluster<RedisUnderTest>;
 
 export interface Tally {
   readonly sent: number;

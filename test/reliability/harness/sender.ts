@@ -23,6 +23,8 @@ export interface Sender {
   readonly statuses: Map<number, number>;
   /** Every answer's headers and body, for the leak check. */
   readonly answers: string[];
+  /** Every attempt in order: when its answer came (0 for a failed connection), how long it took, and its `code`. */
+  readonly timeline: { at: number; status: number; ms: number; code?: string }[];
   /** Posts one record until a 2xx; returns that status. */
   deliver(record: { id: string } & Record<string, unknown>): Promise<number>;
   /** Delivers `count` records `fb_<prefix>_<n>`, `concurrency` at a time. */
@@ -39,9 +41,11 @@ export function createSender({ targets, secret, deadlineMs = 90_000 }: SenderOpt
   const acknowledged = new Set<string>();
   const statuses = new Map<number, number>();
   const answers: string[] = [];
+  const timeline: Sender['timeline'] = [];
   let attempt = 0;
 
   async function post(url: string, body: string): Promise<number> {
+    const start = Date.now();
     try {
       const response = await fetch(url, {
         method: 'POST',
@@ -52,9 +56,14 @@ export function createSender({ targets, secret, deadlineMs = 90_000 }: SenderOpt
         body,
         signal: AbortSignal.timeout(10_000),
       });
-      answers.push(`${JSON.stringify([...response.headers])} ${await response.text()}`);
+      const text = await response.text();
+      answers.push(`${JSON.stringify([...response.headers])} ${text}`);
+      const code = /"code":"([A-Z_]+)"/.exec(text)?.[1];
+      const at = Date.now();
+      timeline.push({ at, status: response.status, ms: at - start, ...(code ? { code } : {}) });
       return response.status;
     } catch {
+      timeline.push({ at: Date.now(), status: 0, ms: Date.now() - start });
       return 0;
     }
   }
@@ -96,6 +105,7 @@ export function createSender({ targets, secret, deadlineMs = 90_000 }: SenderOpt
     acknowledged,
     statuses,
     answers,
+    timeline,
     deliver,
     stream,
     count: (status) => statuses.get(status) ?? 0,

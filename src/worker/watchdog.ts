@@ -1,0 +1,119 @@
+/**
+ * A BullMQ worker that keeps running but takes no job is recreated. After a Redis failover a
+ * worker can be left that way, its blocking connection gone for good while it reports no error
+ * (bullmq issues 3185, 4378, 4479): BullMQ relies on ioredis to reconnect and cannot tell.
+ *
+ * The watchdog looks from outside, through public calls only: jobs are waiting, the worker has
+ * room for more, and it has taken none for `stuckAfterMs`. Then it makes a new worker (new
+ * connections) and closes the old one, with a warning and `feedback_receiver_worker_restarts_total`.
+ * A worker that is busy, or a queue that is empty or paused, is never restarted.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Job, Queue, Worker } from 'bullmq';
+import type { Logger } from '../logger.js';
+
+export type Processor<T> = (job: Job<T>, token?: string) => Promise<unknown>;
+
+export interface WatchdogOptions<T> {
+  /** The queue the worker consumes, to count the jobs waiting in it. */
+  readonly queue: Queue;
+  /** Makes a worker that runs `processor` (given back wrapped, so the watchdog sees jobs taken). */
+  readonly create: (processor: Processor<T>) => Worker<T>;
+  readonly processor: Processor<T>;
+  readonly concurrency: number;
+  /** How long jobs may wait while the worker has room and takes none (WORKER_WATCHDOG_SECONDS). */
+  readonly stuckAfterMs: number;
+  readonly logger: Logger;
+  /** Called with the queue's name each time a worker is recreated. */
+  readonly restarted?: (queue: string) => void;
+}
+
+export interface WatchedWorker<T> {
+  /** The worker in use now; a restart replaces it. */
+  readonly worker: Worker<T>;
+  /** Stops watching and closes the worker in use (waiting for its running jobs). */
+  close(): Promise<void>;
+}
+
+/** How long a replaced worker may take to close before it is disconnected. */
+const CLOSE_REPLACED_WITHIN_MS = 5_000;
+
+export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
+  const { queue, concurrency, stuckAfterMs, logger } = options;
+  let running = 0;
+  let lastTakenAt = Date.now();
+  const tracked: Processor<T> = async (job, token) => {
+    running += 1;
+    lastTakenAt = Date.now();
+    try {
+      return await options.processor(job, token);
+    } finally {
+      running -= 1;
+    }
+  };
+  let worker = options.create(tracked);
+
+  let lastCheckAt = Date.now();
+  /** Since when every check found jobs waiting, room for them, and none taken. */
+  let idleSince: number | undefined;
+
+  async function check(): Promise<void> {
+    const now = Date.now();
+    const idle = running < concurrency && lastTakenAt < lastCheckAt && (await jobsWaiting());
+    if (!idle) idleSince = undefined;
+    else if (now - (idleSince ??= lastCheckAt) >= stuckAfterMs) await restart(now - idleSince);
+    lastCheckAt = now;
+  }
+
+  async function jobsWaiting(): Promise<boolean> {
+    try {
+      return (await queue.getWaitingCount()) > 0 && !(await queue.isPaused());
+    } catch {
+      return false; // Redis itself is away; the connections wait for it, nothing is stuck
+    }
+  }
+
+  async function restart(idleForMs: number): Promise<void> {
+    logger.warn(
+      { queue: queue.name, idleForMs },
+      'worker took no job while jobs waited: recreating it',
+    );
+    options.restarted?.(queue.name);
+    const replaced = worker;
+    worker = options.create(tracked);
+    idleSince = undefined;
+    // Its running jobs finish on it; if its connections hang, it is cut off after a while.
+    const closed = replaced.close().then(
+      () => 'closed' as const,
+      () => 'closed' as const,
+    );
+    const late = sleep(CLOSE_REPLACED_WITHIN_MS, 'late' as const, { ref: false });
+    if ((await Promise.race([closed, late])) === 'late') await replaced.disconnect();
+  }
+
+  const stop = new AbortController();
+  const checks = (async () => {
+    const every = Math.min(5_000, Math.max(100, Math.floor(stuckAfterMs / 3)));
+    while (!stop.signal.aborted) {
+      await sleep(every, undefined, { ref: false, signal: stop.signal }).catch(() => undefined);
+      if (!stop.signal.aborted)
+        await check().catch((error: unknown) => {
+          logger.warn(
+            { error: error instanceof Error ? error.message : String(error) },
+            'worker watchdog failed',
+          );
+        });
+    }
+  })();
+
+  return {
+    get worker() {
+      return worker;
+    },
+    async close() {
+      stop.abort();
+      await checks;
+      await worker.close();
+    },
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * The worker watchdog on a real BullMQ worker: one that stops taking jobs while jobs wait is
+ * recreated and the jobs run; one that is busy, or has nothing to take, is left alone.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Queue, Worker, type Job } from 'bullmq';
+import { afterEach, expect, inject, it, vi } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { watchWorker, type WatchedWorker } from '../../src/worker/watchdog.js';
+
+const connection = () => ({ url: inject('redisUrl'), maxRetriesPerRequest: null });
+const cleanup: (() => Promise<unknown>)[] = [];
+
+afterEach(async () => {
+  for (const close of cleanup.splice(0).reverse()) await close();
+});
+
+function setUp(processor: (job: Job) => Promise<unknown>, concurrency = 2) {
+  const prefix = `watchdog-${randomUUID().slice(0, 8)}`;
+  const queue = new Queue('jobs', { connection: connection(), prefix });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: 'warn',
+    destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+  });
+  const created: Worker[] = [];
+  let restarts = 0;
+  const watched: WatchedWorker<unknown> = watchWorker({
+    queue,
+    processor,
+    concurrency,
+    stuckAfterMs: 300,
+    logger,
+    restarted: () => void (restarts += 1),
+    create: (tracked) => {
+      const worker = new Worker('jobs', tracked, { connection: connection(), prefix, concurrency });
+      created.push(worker);
+      return worker;
+    },
+  });
+  cleanup.push(
+    () => queue.close(),
+    () => watched.close(),
+  );
+  return { queue, watched, created, lines, restarts: () => restarts };
+}
+
+it('recreates a worker that takes no job while jobs wait, and the jobs run', async () => {
+  const done: string[] = [];
+  const { queue, watched, created, lines, restarts } = setUp(async (job) => {
+    done.push(job.name);
+  });
+  await queue.add('before', {});
+  await vi.waitFor(() => expect(done, 'the first job').toEqual(['before']), { timeout: 5_000 });
+
+  // Stands in for a worker left without its blocking connection after a failover: it runs, and
+  // takes nothing. (A fetch already under way when it pauses may still bring one job.)
+  await created[0]!.pause(true);
+  await queue.add('mid', {});
+  await queue.add('after', {});
+  await vi.waitFor(
+    () => expect(done.sort(), 'the jobs after the restart').toEqual(['after', 'before', 'mid']),
+    { timeout: 10_000 },
+  );
+  expect(restarts()).toBe(1);
+  expect(created).toHaveLength(2);
+  expect(watched.worker).toBe(created[1]);
+  expect(lines).toContainEqual(
+    expect.objectContaining({ msg: 'worker took no job while jobs waited: recreating it' }),
+  );
+});
+
+it('leaves a busy worker alone while jobs wait for it, and an idle one with nothing to do', async () => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const done: string[] = [];
+  const { queue, restarts } = setUp(async (job) => {
+    if (job.name === 'long') await released;
+    done.push(job.name);
+  }, 1);
+  await queue.add('long', {});
+  await queue.add('next', {});
+  // Several watchdog bounds pass with a job waiting behind the running one.
+  await vi.waitFor(
+    async () => {
+      expect(await queue.getWaitingCount(), 'a job waiting behind the long one').toBe(1);
+      expect(await queue.getActiveCount()).toBe(1);
+    },
+    { timeout: 5_000 },
+  );
+  // Proving that nothing happens takes time passing: four bounds of 300 ms.
+  await sleep(1_200);
+  expect(restarts()).toBe(0);
+  release();
+  await vi.waitFor(() => expect(done, 'both jobs').toEqual(['long', 'next']), { timeout: 5_000 });
+  await sleep(1_200);
+  expect(restarts()).toBe(0);
+});
