@@ -5,7 +5,10 @@
  * primary comes back as a replica of it. The worker that was consuming goes on consuming on the
  * new primary, by itself or recreated by its watchdog, without a restart of the process.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it, vi } from 'vitest';
+import { createRedisRateLimiter } from '../../src/queue/api-rate-limiter.js';
+import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { startSentinelRedis, type SentinelRedis } from '../helpers/redis-topologies.js';
@@ -32,6 +35,7 @@ it('acknowledges only what survives the loss of the primary, and everything resu
   const runsBeforeKill = cluster.runs().length;
   const killedAt = Date.now();
   await redis.primary.kill();
+  const readiness = probeReadiness(`${receiver.base}/readyz`);
   await vi.waitFor(
     async () =>
       expect(await redis.currentPrimary(), 'a sentinel to promote the replica').not.toBe(
@@ -48,6 +52,31 @@ it('acknowledges only what survives the loss of the primary, and everything resu
   const result = await tally(cluster, sender.sent, sender.acknowledged);
   expectInvariant(result);
   expect(result.acknowledged).toBe(DELIVERIES);
+  // Not ready while no primary answered, ready again on the new one, without a restart.
+  const probes = await readiness;
+  expect(probes, '/readyz after the kill').toContain(503);
+  expect(probes.at(-1)).toBe(200);
+
+  // The shared state works on the new primary: the quarantine, and the API's rate limiter.
+  const body = JSON.stringify({ id: 'fb_after_failover', rating: 'five' });
+  const quarantined = await fetch(receiver.url, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      'X-Ybug-Signature': signHmacSha256(body, SECRET),
+    },
+    body,
+  });
+  expect(quarantined.status).toBe(202);
+  const { id } = (await quarantined.json()) as { id: string };
+  expect((await cluster.quarantine.get(id))?.body.toString()).toBe(body);
+  const limiter = createRedisRateLimiter({
+    connection: cluster.client,
+    prefix: cluster.prefix,
+    limit: 2,
+  });
+  expect([await limiter.acquire(), await limiter.acquire()]).toEqual([0, 0]);
+  expect(await limiter.acquire(), 'the third slot of two').toBeGreaterThan(0);
 
   // The first delivery sent after the kill that was acknowledged.
   const firstAckAfterKill = sender.timeline.find(
@@ -85,7 +114,7 @@ it('acknowledges only what survives the loss of the primary, and everything resu
   finishScenario({
     scenario: '11. Redis primary SIGKILLed under load (Sentinel, ACK_REPLICAS=1)',
     result,
-    notes: `first 2xx ${seconds(firstAckAfterKill!.at)} s after the kill: the replica was promoted after ${seconds(promotedAt)} s, deliveries were stored on it from ${firstStoredAfterKill ? `${seconds(firstStoredAfterKill.at)} s` : 'the first 2xx'} (503 QUEUE_NOT_REPLICATED until the old primary had come back as its replica); ${refused.length} answers 5xx meanwhile, all retried`,
+    notes: `first 2xx ${seconds(firstAckAfterKill!.at)} s after the kill: the replica was promoted after ${seconds(promotedAt)} s, deliveries were stored on it from ${firstStoredAfterKill ? `${seconds(firstStoredAfterKill.at)} s` : 'the first 2xx'} (503 QUEUE_NOT_REPLICATED until the old primary had come back as its replica); ${refused.length} answers 5xx meanwhile, all retried; /readyz 503 ${probes.filter((status) => status === 503).length} times, then 200; the quarantine and the rate limiter work on the new primary`,
     output: cluster.output(),
     answers: sender.answers,
     secrets: [SECRET],
@@ -98,3 +127,19 @@ it('acknowledges only what survives the loss of the primary, and everything resu
     secrets: [SECRET],
   });
 });
+
+/** Probes `url` every 100 ms until it has answered 503 and then 200 (for at most a minute). */
+async function probeReadiness(url: string): Promise<number[]> {
+  const statuses: number[] = [];
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const status = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
+      (response) => response.status,
+      () => 0,
+    );
+    statuses.push(status);
+    if (status === 200 && statuses.includes(503)) break;
+    await sleep(100);
+  }
+  return statuses;
+}
