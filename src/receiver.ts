@@ -16,6 +16,7 @@ import { createQuarantine, type Quarantine } from './queue/quarantine.js';
 import { openProducerQueues } from './queue/producer-queues.js';
 import { redisAnswers, waitForRedis, type RedisConnection } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
+import { createDeliveryLog } from './worker/delivery-log.js';
 
 export interface ReceiverDeps extends AppDeps {
   readonly connection: RedisConnection;
@@ -51,7 +52,11 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     logger,
     metrics,
     admin: config.adminToken
-      ? { token: config.adminToken, queues: [deliveries.queue, handlerRuns] }
+      ? {
+          token: config.adminToken,
+          queues: [deliveries.queue, handlerRuns],
+          deliveryLog: createDeliveryLog(deliveries.queue, handlerRuns),
+        }
       : undefined,
     isReady: async () => !draining && (await redisAnswers(connection)),
     drain: () => {

@@ -1,6 +1,7 @@
 /**
- * bull-board at /admin/queues: the deliveries and handler-runs queues, the dead letter (failed
- * runs), retries. Mounted only when ADMIN_TOKEN is set, and then only for requests that carry it:
+ * The admin side: the delivery console at /admin (console/), and bull-board at /admin/queues:
+ * the deliveries and handler-runs queues, the dead letter (failed runs), retries. Mounted only
+ * when ADMIN_TOKEN is set, and then only for requests that carry it:
  * as a Bearer token, or as the password of HTTP basic auth so that a browser can log in. A browser
  * sends basic-auth credentials with any request to the site, including one that a page elsewhere
  * makes it send, so state changes are taken only from the dashboard's own pages (see
@@ -13,6 +14,9 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { DeliveryLog } from '../worker/delivery-log.js';
+import { createConsoleRouter } from './console/console-router.js';
+import { CONSOLE_PATH } from './console/pages.js';
 import { sendProblem } from './send-problem.js';
 
 export const ADMIN_PATH = '/admin/queues';
@@ -20,9 +24,11 @@ export const ADMIN_PATH = '/admin/queues';
 export interface AdminDashboardOptions {
   readonly token: string;
   readonly queues: readonly Queue[];
+  /** What the delivery console at /admin reads. */
+  readonly deliveryLog: DeliveryLog;
 }
 
-export function createAdminRouter({ token, queues }: AdminDashboardOptions): Router {
+export function createAdminRouter({ token, queues, deliveryLog }: AdminDashboardOptions): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   createBullBoard({
@@ -31,10 +37,11 @@ export function createAdminRouter({ token, queues }: AdminDashboardOptions): Rou
     options: { uiConfig: { boardTitle: 'feedback-receiver' } },
   });
   const router = express.Router();
-  router.use(ADMIN_PATH, refuseCrossSite, requireToken(token));
+  router.use(CONSOLE_PATH, refuseCrossSite, requireToken(token));
   router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
   router.use(ADMIN_PATH, serverAdapter.getRouter() as Router);
+  router.use(CONSOLE_PATH, createConsoleRouter(deliveryLog));
   return router;
 }
 
@@ -85,7 +92,7 @@ function requireToken(token: string) {
     const given = presentedToken(req.headers.authorization);
     if (given !== undefined && timingSafeEqual(digest(given), expected)) return next();
     res.setHeader('WWW-Authenticate', 'Basic realm="feedback-receiver admin", charset="UTF-8"');
-    sendProblem(res, 'ADMIN_UNAUTHORIZED', 'The dashboard needs the admin token.');
+    sendProblem(res, 'ADMIN_UNAUTHORIZED', 'The console needs the admin token.');
   };
 }
 

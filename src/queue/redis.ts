@@ -95,6 +95,10 @@ function connectTo(url: string, options: RoleOptions): RedisConnection {
         {
           ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
           ...(retryStrategy ? { clusterRetryStrategy: retryStrategy } : {}),
+          // With TLS, connect to nodes by the names the cluster gives, not by their addresses,
+          // so each certificate is checked against its name (ioredis's advice for managed
+          // clusters such as ElastiCache).
+          ...(target.tls ? { dnsLookup: keepHostname } : {}),
           redisOptions: {
             ...nodeOptions,
             reconnectOnError,
@@ -107,6 +111,9 @@ function connectTo(url: string, options: RoleOptions): RedisConnection {
     }
   }
 }
+
+const keepHostname = (address: string, callback: (error: null, address: string) => void) =>
+  callback(null, address);
 
 /** REDIS_URL names a Redis this process could not use at start. */
 export class RedisUnreachableError extends Error {

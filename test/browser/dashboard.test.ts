@@ -2,33 +2,26 @@
  * The dashboard in a real browser (Debian's chromium, driven by playwright-core): log in with the
  * admin token, see a failed handler run, retry it.
  */
-import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'bullmq';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { loadReceiverConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { HANDLER_RUNS_QUEUE, createHandlerRunsQueue } from '../../src/queue/handler-runs-queue.js';
 import { createReceiverDeps, type ReceiverDeps } from '../../src/receiver.js';
+import { launchChromium, serveOnLoopback } from '../helpers/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ADMIN_TOKEN = 'admin-token-7c1f0e9b5a';
 const prefix = `e2e-admin-${randomUUID().slice(0, 8)}`;
 
 let deps: ReceiverDeps;
-let server: Server;
+let served: Awaited<ReturnType<typeof serveOnLoopback>> | undefined;
 let url: string;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: apt-get install chromium (.ci/run does)`);
-  }
   deps = createReceiverDeps(
     loadReceiverConfig({
       WEBHOOK_SECRET: 'dashboard-secret',
@@ -38,27 +31,14 @@ beforeAll(async () => {
     }),
     createLogger({ level: 'silent' }),
   );
-  server = createServer(createApp(deps)).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  served = await serveOnLoopback(createApp(deps));
+  url = served.url;
+  browser = await launchChromium();
 }, 30_000);
 
 afterAll(async () => {
   await browser?.close();
-  server?.closeAllConnections();
-  server?.close();
+  served?.close();
   await deps?.close();
 });
 

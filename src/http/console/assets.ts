@@ -1,0 +1,46 @@
+/**
+ * The console's only assets, served by the receiver itself: a style sheet, and a script that
+ * shows times in the reader's local time with the UTC value on hover. The pages work without it.
+ */
+export const CONSOLE_CSS = `
+:root { color-scheme: light dark; --muted: #6b7280; --line: #d1d5db; --bad: #b91c1c; --good: #15803d; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.5 system-ui, sans-serif; }
+header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: baseline; padding: 0.75rem 1rem; border-bottom: 1px solid var(--line); }
+header .brand { font-weight: 600; text-decoration: none; }
+header nav { display: flex; gap: 1rem; }
+main { padding: 1rem; max-width: 72rem; margin: 0 auto; }
+h1 { font-size: 1.4rem; overflow-wrap: anywhere; }
+h2 { font-size: 1.1rem; margin-top: 1.5rem; }
+code { overflow-wrap: anywhere; }
+.search { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-bottom: 1rem; }
+.search input { flex: 1 1 16rem; padding: 0.4rem; }
+table { width: 100%; border-collapse: collapse; }
+th, td { text-align: left; padding: 0.4rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: anywhere; }
+.state, .run { display: inline-block; padding: 0 0.4rem; margin: 0 0.2rem 0.2rem 0; border: 1px solid var(--line); border-radius: 0.3rem; font-size: 0.85rem; }
+.state-failed, .run-failed { color: var(--bad); border-color: var(--bad); }
+.state-done, .run-completed { color: var(--good); }
+.error { color: var(--bad); white-space: pre-wrap; overflow-wrap: anywhere; }
+.empty, .meta { color: var(--muted); }
+.fields { display: grid; grid-template-columns: max-content 1fr; gap: 0.25rem 1rem; }
+.fields dt { color: var(--muted); }
+.fields dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.runs { padding-left: 1.2rem; }
+.pager { display: flex; gap: 1rem; margin-top: 1rem; }
+@media (max-width: 40rem) {
+  thead { display: none; }
+  tr, td { display: block; }
+  tr { border-bottom: 1px solid var(--line); padding: 0.4rem 0; }
+  td { border: 0; padding: 0.1rem 0; }
+  .fields { grid-template-columns: 1fr; }
+}
+`;
+
+export const CONSOLE_JS = `
+for (const element of document.querySelectorAll('time[datetime]')) {
+  const date = new Date(element.getAttribute('datetime'));
+  if (Number.isNaN(date.getTime())) continue;
+  element.title = date.toISOString().replace('T', ' ').replace(/\\.\\d+Z$/, ' UTC');
+  element.textContent = date.toLocaleString();
+}
+`;

@@ -1,0 +1,42 @@
+/** The query of a deliveries search, as the console's page and its JSON API take it. */
+import { z } from 'zod';
+import { DELIVERY_STATES, SEARCH_WINDOW, type DeliveryQuery } from '../../worker/delivery-log.js';
+
+/** Most deliveries on one page. */
+export const MAX_PAGE_SIZE = 100;
+export const DEFAULT_PAGE_SIZE = 25;
+
+const whole = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,6}$/, `expected a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`);
+
+const DeliveriesQuerySchema = z.strictObject({
+  q: z.string().max(200, 'expected at most 200 characters').optional(),
+  state: z.enum(DELIVERY_STATES).optional(),
+  // Pages reach as far back as a search looks: the newest SEARCH_WINDOW deliveries.
+  offset: whole(0, SEARCH_WINDOW).default(0),
+  limit: whole(1, MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+});
+
+export type QueryCheck =
+  | { readonly ok: true; readonly query: DeliveryQuery }
+  | { readonly ok: false; readonly problem: string };
+
+/** Reads `q`, `state`, `offset` and `limit`; an empty parameter counts as absent. */
+export function readDeliveriesQuery(params: Record<string, unknown>): QueryCheck {
+  const present = Object.fromEntries(Object.entries(params).filter(([, value]) => value !== ''));
+  const parsed = DeliveriesQuerySchema.safeParse(present);
+  if (parsed.success) return { ok: true, query: parsed.data };
+  const issue = parsed.error.issues[0]!;
+  const name = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.');
+  const message =
+    issue.code === 'unrecognized_keys'
+      ? 'unknown parameter; expected q, state, offset or limit'
+      : issue.code === 'invalid_type'
+        ? 'expected one value'
+        : issue.message;
+  return { ok: false, problem: `${name}: ${message}` };
+}

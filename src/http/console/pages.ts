@@ -1,0 +1,311 @@
+/**
+ * The console's pages, rendered on the server. Every value from a record goes through `html`,
+ * which escapes it; links to a record's URLs only for http(s). The pages run no inline script
+ * and load nothing from elsewhere (see CONSOLE_CSP).
+ */
+import type {
+  DeliveryPage,
+  DeliveryQuery,
+  DeliveryView,
+  RunView,
+} from '../../worker/delivery-log.js';
+import { DELIVERY_STATES } from '../../worker/delivery-log.js';
+import { html, safeHref, type Html } from './html.js';
+
+export const CONSOLE_PATH = '/admin';
+
+/** No inline script or style, nothing from another origin, no framing, forms only to here. */
+export const CONSOLE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+export function layout(title: string, body: Html): Html {
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title} · feedback-receiver</title>
+        <link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css" />
+        <script src="${CONSOLE_PATH}/assets/console.js" defer></script>
+      </head>
+      <body>
+        <header>
+          <a class="brand" href="${CONSOLE_PATH}">feedback-receiver</a>
+          <nav>
+            <a href="${CONSOLE_PATH}">Deliveries</a>
+            <a href="${CONSOLE_PATH}/queues">Queues</a>
+          </nav>
+        </header>
+        <main>${body}</main>
+      </body>
+    </html> `;
+}
+
+export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
+  const rows = page.deliveries.map(
+    (delivery) =>
+      html`<tr>
+        <td>${time(delivery.receivedAt)}</td>
+        <td>
+          <a href="${deliveryHref(delivery.key)}">${delivery.record.title || delivery.record.id}</a>
+        </td>
+        <td>${delivery.record.project_id}</td>
+        <td>${delivery.record.rating}</td>
+        <td>${state(delivery.state)} ${delivery.runs.map(runBadge)}</td>
+      </tr>`,
+  );
+  const empty =
+    query.q || query.state
+      ? html`<p class="empty">No delivery matches among the newest ${page.searched}.</p>`
+      : html`<p class="empty">
+          No deliveries yet: send one with <code>feedback-receiver send</code>.
+        </p>`;
+  return layout(
+    'Deliveries',
+    html`<h1>Deliveries</h1>
+      <form class="search" method="get" action="${CONSOLE_PATH}">
+        <input
+          type="search"
+          name="q"
+          value="${query.q ?? ''}"
+          placeholder="Feedback id, delivery key, words, reporter email"
+          aria-label="Search"
+        />
+        <select name="state" aria-label="State">
+          <option value="">any state</option>
+          ${DELIVERY_STATES.map(
+            (name) =>
+              html`<option value="${name}" ${query.state === name ? html`selected` : ''}>
+                ${STATE_LABELS[name]}
+              </option>`,
+          )}
+        </select>
+        <button type="submit">Search</button>
+      </form>
+      ${
+        page.deliveries.length === 0
+          ? empty
+          : html`<table class="deliveries">
+                <thead>
+                  <tr>
+                    <th>Received</th>
+                    <th>Title</th>
+                    <th>Project</th>
+                    <th>Rating</th>
+                    <th>Handlers</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${rows}
+                </tbody>
+              </table>
+              ${pager(page, query)}`
+      }`,
+  );
+}
+
+export function deliveryPage(delivery: DeliveryView): Html {
+  const { record } = delivery;
+  const context = record.client_context;
+  const geo = context?.geo;
+  return layout(
+    record.title || record.id,
+    html`<h1>${record.title || record.id}</h1>
+      <p class="meta">
+        ${state(delivery.state)} · received ${time(delivery.receivedAt)} ·
+        <code>${delivery.key}</code>
+      </p>
+      ${delivery.reason ? html`<p class="error">${delivery.reason}</p>` : ''}
+      <section>
+        <h2>Handlers</h2>
+        ${
+          delivery.runs.length === 0
+            ? html`<p class="empty">No handler has run it yet.</p>`
+            : html`<ul class="runs">
+                ${delivery.runs.map(runItem)}
+              </ul>`
+        }
+      </section>
+      <section>
+        <h2>Feedback</h2>
+        ${fields([
+          ['Id', record.id],
+          ['Feedback number', record.feedback_id],
+          ['Project', record.project_id],
+          ['Description', record.description],
+          ['Rating', record.rating],
+          ['Priority', record.priority],
+          ['Type', record.type],
+          ['Status', record.status],
+          [
+            'Reporter',
+            record.reporter ? Object.values(record.reporter).filter(Boolean).join(', ') : undefined,
+          ],
+          ['Page', link(record.url)],
+          ['Screenshot', link(record.screenshot_url)],
+          ['Video', link(record.video_url)],
+          ['Console log', link(record.console_log_url)],
+          [
+            'Tags',
+            (record.tags ?? [])
+              .map((tag) => tag.name)
+              .filter(Boolean)
+              .join(', '),
+          ],
+          ['Created', record.created_at ? time(record.created_at) : undefined],
+        ])}
+      </section>
+      ${
+        (record.custom_fields ?? []).length > 0
+          ? html`<section>
+              <h2>Custom fields</h2>
+              ${fields((record.custom_fields ?? []).map((field) => [field.name ?? field.id ?? '', field.value]))}
+            </section>`
+          : ''
+      }
+      ${
+        context
+          ? html`<section>
+              <h2>Client</h2>
+              ${fields([
+                ['Browser', [context.browser, context.browser_version].filter(Boolean).join(' ')],
+                ['System', [context.os_name, context.os_version].filter(Boolean).join(' ')],
+                ['Device', context.device_type],
+                [
+                  'Screen',
+                  context.screen_width
+                    ? `${context.screen_width}×${context.screen_height}`
+                    : undefined,
+                ],
+                [
+                  'Viewport',
+                  context.viewport_width
+                    ? `${context.viewport_width}×${context.viewport_height}`
+                    : undefined,
+                ],
+                ['Referrer', link(context.referrer)],
+                [
+                  'Place',
+                  geo
+                    ? [geo.city, geo.region, geo.country_code].filter(Boolean).join(', ')
+                    : undefined,
+                ],
+              ])}
+            </section>`
+          : ''
+      }`,
+  );
+}
+
+export function notFoundPage(key: string): Html {
+  return layout(
+    'Not found',
+    html`<h1>Not found</h1>
+      <p class="empty">
+        No delivery <code>${key}</code> is kept. Completed deliveries are kept for
+        COMPLETED_JOB_RETENTION_SECONDS, failed ones 7 days.
+      </p>`,
+  );
+}
+
+const STATE_LABELS: Record<DeliveryView['state'], string> = {
+  waiting: 'waiting',
+  running: 'running',
+  done: 'done',
+  failed: 'some handler failed',
+};
+
+function state(name: DeliveryView['state']): Html {
+  return html`<span class="state state-${name}">${STATE_LABELS[name]}</span>`;
+}
+
+function runBadge(run: RunView): Html {
+  return html`<span class="run run-${run.state}" title="${run.reason ?? run.state}"
+    >${run.handler}: ${run.state}</span
+  >`;
+}
+
+function runItem(run: RunView): Html {
+  const triage = triageResult(run.result);
+  return html`<li class="run-${run.state}">
+    <strong>${run.handler}</strong> ${run.state}
+    ${run.attempts ? html`after ${run.attempts} attempt(s)` : ''}
+    ${run.finishedAt ? html`at ${time(run.finishedAt)}` : ''}
+    ${run.reason ? html`<p class="error">${run.reason}</p>` : ''}
+    ${
+      triage
+        ? html`<p>
+            Rules that fired: ${triage.matched.length > 0 ? triage.matched.join(', ') : 'none'}.
+            ${
+              triage.patch
+                ? html`${triage.sent ? 'Sent' : 'Would send'}
+                    <code>PATCH ${JSON.stringify(triage.patch)}</code>`
+                : ''
+            }
+          </p>`
+        : ''
+    }
+  </li>`;
+}
+
+/** What auto-triage returns: the rules that matched, the fields it set, and whether it sent them. */
+function triageResult(
+  result: unknown,
+): { matched: string[]; patch: unknown; sent: boolean } | undefined {
+  if (typeof result !== 'object' || result === null || !('matched' in result)) return undefined;
+  const { matched, patch, sent } = result as { matched: unknown; patch?: unknown; sent?: unknown };
+  if (!Array.isArray(matched)) return undefined;
+  return { matched: matched.map(String), patch, sent: sent === true };
+}
+
+function fields(rows: readonly (readonly [string, unknown])[]): Html {
+  const shown = rows.filter(([, value]) => value !== undefined && value !== null && value !== '');
+  return html`<dl class="fields">
+    ${shown.map(
+      ([name, value]) =>
+        html`<dt>${name}</dt>
+          <dd>${value}</dd>`,
+    )}
+  </dl>`;
+}
+
+/** A link for an http(s) URL; any other text, shown as text. */
+function link(url: string | null | undefined): Html | string | undefined {
+  const href = safeHref(url);
+  if (href) return html`<a href="${href}" rel="noopener noreferrer nofollow">${url}</a>`;
+  return url ?? undefined;
+}
+
+/** A time shown in UTC; the page's script turns it into local time with UTC on hover. */
+function time(iso: string): Html {
+  return html`<time datetime="${iso}" title="${iso}">${iso}</time>`;
+}
+
+function deliveryHref(key: string): string {
+  return `${CONSOLE_PATH}/deliveries/${encodeURIComponent(key)}`;
+}
+
+function pager(page: DeliveryPage, query: DeliveryQuery): Html {
+  const at = (offset: number) => {
+    const params = new URLSearchParams();
+    if (query.q) params.set('q', query.q);
+    if (query.state) params.set('state', query.state);
+    params.set('offset', String(offset));
+    params.set('limit', String(query.limit));
+    return `${CONSOLE_PATH}?${params.toString()}`;
+  };
+  const last = Math.min(page.total, query.offset + page.deliveries.length);
+  return html`<nav class="pager">
+    ${query.offset > 0 ? html`<a href="${at(Math.max(0, query.offset - query.limit))}">Newer</a>` : ''}
+    <span>${query.offset + 1}–${last} of ${page.total}</span>
+    ${last < page.total ? html`<a href="${at(query.offset + query.limit)}">Older</a>` : ''}
+  </nav>`;
+}

@@ -1,0 +1,214 @@
+/**
+ * What happened to each delivery, read from the queues for the delivery console: the newest
+ * deliveries, or those whose feedback id, delivery key, title, description or reporter email
+ * matches a search, each with the runs of its handlers. Nothing is kept for this: a delivery is
+ * here while its job is (completed ones for COMPLETED_JOB_RETENTION_SECONDS, failed ones 7 days),
+ * and a run's outcome while its job is (failed runs 30 days).
+ */
+import type { Job, Queue } from 'bullmq';
+import { findDelivery } from '../queue/deliveries-queue.js';
+import { handlerRunJobId, type HandlerRunData } from '../queue/handler-runs-queue.js';
+import { readDelivery, type Delivery } from '../webhooks/delivery.js';
+import type { RoutingResult } from './runs.js';
+
+/** Where a delivery stands: not taken yet, being handled, handled, or some handler failed. */
+export const DELIVERY_STATES = ['waiting', 'running', 'done', 'failed'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+export interface RunView {
+  readonly handler: string;
+  readonly state: 'completed' | 'failed' | 'pending';
+  /** The run's job in `handler-runs`, when it has one (runs not finished while routing). */
+  readonly runId?: string;
+  /** What the handler returned (auto-triage: the rules that matched and the PATCH). */
+  readonly result?: unknown;
+  /** Why it failed for good. */
+  readonly reason?: string;
+  readonly attempts?: number;
+  /** When it finished, ISO 8601 UTC. */
+  readonly finishedAt?: string;
+}
+
+export interface DeliveryView {
+  readonly key: string;
+  readonly receivedAt: string;
+  readonly record: Delivery['record'];
+  readonly state: DeliveryState;
+  /** Why routing failed, for a delivery no handler saw. */
+  readonly reason?: string;
+  readonly runs: readonly RunView[];
+}
+
+export interface DeliveryQuery {
+  /** A feedback id, a delivery key, words of the title or description, or a reporter email. */
+  readonly q?: string | undefined;
+  readonly state?: DeliveryState | undefined;
+  readonly offset: number;
+  readonly limit: number;
+}
+
+export interface DeliveryPage {
+  readonly deliveries: readonly DeliveryView[];
+  /** Deliveries that match, among the newest `searched`. */
+  readonly total: number;
+  /** How many of the newest deliveries were looked through (at most SEARCH_WINDOW). */
+  readonly searched: number;
+}
+
+export interface DeliveryLog {
+  /** Newest first. */
+  list(query: DeliveryQuery): Promise<DeliveryPage>;
+  /** One delivery by its key; undefined when its job is gone or never was. */
+  get(key: string): Promise<DeliveryView | undefined>;
+}
+
+/** How many of the newest deliveries a search looks through; a delivery key always finds its own. */
+export const SEARCH_WINDOW = 2_000;
+
+type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
+const JOB_STATES: readonly JobState[] = ['active', 'waiting', 'delayed', 'completed', 'failed'];
+
+export function createDeliveryLog(
+  deliveries: Queue<Delivery>,
+  handlerRuns: Queue<HandlerRunData>,
+): DeliveryLog {
+  /** The `count` newest jobs of every state together, newest first, each with its state. */
+  async function newest(
+    count: number,
+  ): Promise<{ job: Job<Delivery>; state: JobState; delivery: Delivery }[]> {
+    const byState = await Promise.all(
+      JOB_STATES.map(async (state) =>
+        (await deliveries.getJobs([state], 0, count - 1, false)).map((job) => ({
+          job,
+          state,
+        })),
+      ),
+    );
+    return byState
+      .flat()
+      .sort((a, b) => b.job.timestamp - a.job.timestamp)
+      .slice(0, count)
+      .flatMap(({ job, state }) => {
+        const read = readDelivery(job.data);
+        return read.ok ? [{ job, state, delivery: read.delivery }] : [];
+      });
+  }
+
+  async function view(
+    job: Job<Delivery>,
+    state: JobState,
+    delivery: Delivery,
+  ): Promise<DeliveryView> {
+    const base = { key: delivery.key, receivedAt: delivery.receivedAt, record: delivery.record };
+    if (state === 'failed') return { ...base, state: 'failed', reason: job.failedReason, runs: [] };
+    if (state !== 'completed') {
+      return { ...base, state: state === 'active' ? 'running' : 'waiting', runs: [] };
+    }
+    const routing = job.returnvalue as RoutingResult | undefined;
+    const runs = await Promise.all(
+      (routing?.handlers ?? []).map((handler) => runOf(delivery.key, handler, routing)),
+    );
+    return { ...base, state: stateOf(runs), runs };
+  }
+
+  async function runOf(
+    key: string,
+    handler: string,
+    routing: RoutingResult | undefined,
+  ): Promise<RunView> {
+    const summary = routing?.runs[handler];
+    if (summary?.outcome === 'completed')
+      return { handler, state: 'completed', result: summary.result };
+    const runId = handlerRunJobId(key, handler);
+    const job = await handlerRuns.getJob(runId);
+    // No job: run in an earlier routing of the same delivery ('done before'), or gone since.
+    if (!job)
+      return { handler, state: summary?.outcome === 'done before' ? 'completed' : 'pending' };
+    const jobState = await job.getState();
+    const finished = jobState === 'completed' || jobState === 'failed';
+    return {
+      handler,
+      runId,
+      state: finished ? jobState : 'pending',
+      attempts: job.attemptsMade,
+      ...(jobState === 'completed' ? { result: job.returnvalue } : {}),
+      ...(jobState === 'failed' ? { reason: job.failedReason } : {}),
+      ...(finished && job.finishedOn ? { finishedAt: new Date(job.finishedOn).toISOString() } : {}),
+    };
+  }
+
+  return {
+    async list({ q, state, offset, limit }) {
+      const wanted = q?.trim() ?? '';
+      if (wanted === '' && state === undefined) {
+        // The newest page alone: no need to look through more.
+        const [looked, counts] = await Promise.all([
+          newest(offset + limit),
+          deliveries.getJobCounts(...JOB_STATES),
+        ]);
+        const total = Object.values(counts).reduce((sum, count) => sum + count, 0);
+        const shown = looked.slice(offset, offset + limit);
+        return {
+          deliveries: await Promise.all(
+            shown.map(({ job, state: jobState, delivery }) => view(job, jobState, delivery)),
+          ),
+          total,
+          searched: total,
+        };
+      }
+      const looked = await newest(SEARCH_WINDOW);
+      let found =
+        wanted === '' ? looked : looked.filter(({ delivery }) => matches(delivery, wanted));
+      // A delivery key finds its delivery even beyond the newest SEARCH_WINDOW.
+      const byKey = wanted === '' ? undefined : await findDelivery(deliveries, wanted);
+      if (byKey && !found.some(({ job }) => job.id === byKey.id)) {
+        const read = readDelivery(byKey.data);
+        const jobState = (await byKey.getState()) as JobState;
+        if (read.ok) found = [{ job: byKey, state: jobState, delivery: read.delivery }, ...found];
+      }
+      const page = async (from: typeof found) =>
+        Promise.all(from.map(({ job, state, delivery }) => view(job, state, delivery)));
+      if (state === undefined) {
+        const deliveries = await page(found.slice(offset, offset + limit));
+        return { deliveries, total: found.length, searched: looked.length };
+      }
+      // A completed delivery's state depends on its runs, so a filter on it reads them all.
+      const inState = (await page(found)).filter((shown) => shown.state === state);
+      return {
+        deliveries: inState.slice(offset, offset + limit),
+        total: inState.length,
+        searched: looked.length,
+      };
+    },
+
+    async get(key) {
+      const job = await findDelivery(deliveries, key);
+      if (!job) return undefined;
+      const read = readDelivery(job.data);
+      if (!read.ok) return undefined;
+      return view(job, (await job.getState()) as JobState, read.delivery);
+    },
+  };
+}
+
+function stateOf(runs: readonly RunView[]): DeliveryState {
+  if (runs.some((run) => run.state === 'failed')) return 'failed';
+  if (runs.some((run) => run.state === 'pending')) return 'running';
+  return 'done';
+}
+
+/** A feedback id or record id, words of the title or description, or the reporter's email. */
+function matches({ key, record }: Delivery, search: string): boolean {
+  const wanted = search.toLowerCase();
+  const fields = [
+    key,
+    record.id,
+    record.feedback_id === null || record.feedback_id === undefined
+      ? undefined
+      : String(record.feedback_id),
+    record.title,
+    record.description,
+    record.reporter?.email,
+  ];
+  return fields.some((field) => typeof field === 'string' && field.toLowerCase().includes(wanted));
+}

@@ -1,0 +1,114 @@
+/**
+ * The delivery console in a real browser (Debian's chromium, driven by playwright-core): log in
+ * with the admin token, find a delivery by its feedback id, open it and see the triage rule that
+ * fired; a record written to attack the page renders as text and runs nothing.
+ */
+import express from 'express';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createAdminRouter } from '../../src/http/admin-dashboard.js';
+import { createDeliveryLog } from '../../src/worker/delivery-log.js';
+import { parseTriageRules } from '../../src/worker/triage/rules.js';
+import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
+import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+import { launchChromium, serveOnLoopback } from '../helpers/browser.js';
+
+const TOKEN = 'console-token-8b3e1d7f';
+const HOSTILE_TITLE =
+  '<img src=x onerror="window.pwned=1;alert(1)"><script>window.pwned=2</script>';
+
+let env: TestWorkerEnv;
+let served: Awaited<ReturnType<typeof serveOnLoopback>> | undefined;
+let url: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  env = await createTestWorkerEnv();
+  const rules = parseTriageRules(
+    JSON.stringify({
+      rules: [
+        { name: 'unhappy-customers', when: { field: 'rating', lte: 2 }, set: { priority_id: 4 } },
+      ],
+    }),
+    'test',
+  );
+  const worker = await env.startWorker({
+    handlers: [createTriageHandler({ rules, dryRun: true })],
+  });
+  await env.deliver({ id: 'fb_browser_1', title: 'App crashes at checkout', rating: 1 });
+  await env.deliver({ id: 'fb_browser_2', title: 'Love it', rating: 5 });
+  await env.deliver({
+    id: 'fb_browser_xss',
+    title: HOSTILE_TITLE,
+    description: '<script>window.pwned=3</script>',
+    url: 'javascript:window.pwned=4',
+    rating: 3,
+  });
+  await env.completedRuns(3);
+  const app = express().use(
+    createAdminRouter({
+      token: TOKEN,
+      queues: [env.deliveries, worker.handlerRuns],
+      deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
+    }),
+  );
+  served = await serveOnLoopback(app);
+  url = served.url;
+  browser = await launchChromium();
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  served?.close();
+  await env?.close();
+});
+
+async function loggedIn() {
+  const context = await browser.newContext({
+    httpCredentials: { username: 'operator', password: TOKEN },
+  });
+  const page = await context.newPage();
+  const dialogs: string[] = [];
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  return { context, page, dialogs };
+}
+
+it('finds a delivery by its feedback id, and shows the triage rule that fired', async () => {
+  const { context, page } = await loggedIn();
+  try {
+    await page.goto(`${url}/admin`);
+    await page.getByRole('searchbox', { name: 'Search' }).fill('fb_browser_1');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('link', { name: 'App crashes at checkout' }).click();
+    await page.getByRole('heading', { name: 'App crashes at checkout' }).waitFor();
+    expect(await page.getByText('Rules that fired: unhappy-customers.').count()).toBe(1);
+    expect(await page.getByText('Would send').textContent()).toContain('"priority_id":4');
+    // Times read in local time, with the UTC value on hover.
+    expect(await page.locator('time').first().getAttribute('title')).toMatch(/ UTC$/);
+  } finally {
+    await context.close();
+  }
+});
+
+it('renders a hostile record as text, and no script of it runs', async () => {
+  const { context, page, dialogs } = await loggedIn();
+  try {
+    for (const path of [
+      '/admin',
+      `/admin/deliveries/${encodeURIComponent('feedback.created:fb_browser_xss')}`,
+    ]) {
+      await page.goto(`${url}${path}`, { waitUntil: 'load' });
+      expect(await page.evaluate('window.pwned')).toBeUndefined();
+      expect(await page.locator('a[href^="javascript:" i]').count()).toBe(0);
+      expect(await page.locator('main img, main script').count()).toBe(0);
+    }
+    expect(await page.locator('h1').textContent()).toBe(HOSTILE_TITLE);
+    expect(await page.getByText('javascript:window.pwned=4').count()).toBe(1);
+    expect(dialogs).toEqual([]);
+  } finally {
+    await context.close();
+  }
+});

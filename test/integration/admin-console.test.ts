@@ -1,0 +1,184 @@
+/**
+ * The delivery console's JSON API and pages over real HTTP, against deliveries a real worker
+ * handled: search, filters, paging and its bounds, one delivery with its runs, bad input, the
+ * token on every route, and hostile record content rendered as text.
+ */
+import { UnrecoverableError } from 'bullmq';
+import express, { type Express } from 'express';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAdminRouter } from '../../src/http/admin-dashboard.js';
+import { createDeliveryLog } from '../../src/worker/delivery-log.js';
+import { defineHandler } from '../../src/worker/handler.js';
+import { parseTriageRules } from '../../src/worker/triage/rules.js';
+import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
+import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
+import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+
+const TOKEN = 'console-token-5d2c9e';
+const bearer = `Bearer ${TOKEN}`;
+const HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
+
+let env: TestWorkerEnv;
+let app: Express;
+
+const records: FeedbackRecord[] = [
+  {
+    id: 'fb_c1',
+    title: 'Checkout button broken',
+    rating: 1,
+    reporter: { email: 'ana@example.com' },
+  },
+  { id: 'fb_c2', title: 'Love the new design', rating: 5, description: 'Smooth CHECKOUT flow' },
+  { id: 'fb_c3', title: 'Please fail this one', rating: 2 },
+  { id: 'fb_c4', title: HOSTILE, description: HOSTILE, url: 'javascript:alert(1)', rating: 3 },
+];
+
+beforeAll(async () => {
+  env = await createTestWorkerEnv();
+  const rules = parseTriageRules(
+    JSON.stringify({
+      rules: [{ name: 'unhappy', when: { field: 'rating', lte: 2 }, set: { priority_id: 4 } }],
+    }),
+    'test',
+  );
+  const worker = await env.startWorker({
+    handlers: [
+      createTriageHandler({ rules, dryRun: true }),
+      defineHandler({
+        name: 'picky',
+        handle: ({ record }) => {
+          if (record.title?.includes('fail')) throw new UnrecoverableError('picky refused it');
+        },
+      }),
+    ],
+  });
+  for (const record of records) await env.deliver(record);
+  await env.completedRuns(7);
+  await env.failedRuns(1);
+  app = express().use(
+    createAdminRouter({
+      token: TOKEN,
+      queues: [env.deliveries, worker.handlerRuns],
+      deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
+    }),
+  );
+}, 30_000);
+
+afterAll(() => env?.close());
+
+const search = (query: string) =>
+  request(app).get(`/admin/api/deliveries?${query}`).set('Authorization', bearer);
+const ids = (body: { deliveries: { record: { id: string } }[] }) =>
+  body.deliveries.map((delivery) => delivery.record.id);
+
+describe('GET /admin/api/deliveries', () => {
+  it('lists the newest first, each with its handlers and their outcomes', async () => {
+    const { body } = await search('').expect(200);
+    expect(ids(body)).toEqual(['fb_c4', 'fb_c3', 'fb_c2', 'fb_c1']);
+    expect(body).toMatchObject({ total: 4, searched: 4, offset: 0, limit: 25 });
+    const first = body.deliveries.find((d: { key: string }) => d.key === 'feedback.created:fb_c1');
+    expect(first).toMatchObject({
+      state: 'done',
+      runs: [
+        { handler: 'auto-triage', state: 'completed', result: { matched: ['unhappy'] } },
+        { handler: 'picky', state: 'completed' },
+      ],
+    });
+  });
+
+  it.each([
+    ['a feedback id', 'q=fb_c2', ['fb_c2']],
+    ['a delivery key', `q=${encodeURIComponent('feedback.created:fb_c3')}`, ['fb_c3']],
+    ['words of the title or description, in any case', 'q=checkout', ['fb_c2', 'fb_c1']],
+    ['a reporter email', 'q=ana%40example.com', ['fb_c1']],
+    ['the state "some handler failed"', 'state=failed', ['fb_c3']],
+    ['a search and a state together', 'q=checkout&state=done', ['fb_c2', 'fb_c1']],
+  ])('finds deliveries by %s', async (_what, query, expected) => {
+    expect(ids((await search(query).expect(200)).body)).toEqual(expected);
+  });
+
+  it('pages with offset and limit, and says how many match', async () => {
+    const { body } = await search('offset=1&limit=2').expect(200);
+    expect(ids(body)).toEqual(['fb_c3', 'fb_c2']);
+    expect(body).toMatchObject({ total: 4, offset: 1, limit: 2 });
+    expect(ids((await search('offset=4').expect(200)).body)).toEqual([]);
+  });
+
+  it.each([
+    ['limit=0', /limit: expected a whole number from 1 to 100/],
+    ['limit=101', /limit: expected a whole number from 1 to 100/],
+    ['offset=-1', /offset: expected a whole number/],
+    ['offset=1.5', /offset: expected a whole number/],
+    ['offset=2001', /offset: expected a whole number from 0 to 2000/],
+    ['state=lost', /state: /],
+    ['q=a&q=b', /q: expected one value/],
+    ['sort=title', /sort: unknown parameter/],
+  ])('answers 400 to %s', async (query, detail) => {
+    const response = await search(query).expect(400);
+    expect(response.body).toMatchObject({ code: 'BAD_REQUEST' });
+    expect(response.body.detail).toMatch(detail);
+  });
+});
+
+describe('GET /admin/api/deliveries/{key}', () => {
+  it('answers one delivery with its record and runs, and 404 for a key not kept', async () => {
+    const { body } = await request(app)
+      .get(`/admin/api/deliveries/${encodeURIComponent('feedback.created:fb_c3')}`)
+      .set('Authorization', bearer)
+      .expect(200);
+    expect(body).toMatchObject({
+      key: 'feedback.created:fb_c3',
+      state: 'failed',
+      record: { id: 'fb_c3' },
+      runs: expect.arrayContaining([
+        expect.objectContaining({ handler: 'picky', state: 'failed', reason: 'picky refused it' }),
+      ]),
+    });
+    const missing = await request(app)
+      .get('/admin/api/deliveries/feedback.created%3Afb_never')
+      .set('Authorization', bearer)
+      .expect(404);
+    expect(missing.body).toMatchObject({ code: 'NOT_FOUND' });
+  });
+});
+
+describe('the console pages', () => {
+  it('render hostile record content as text, link only http(s) URLs, and carry a strict CSP', async () => {
+    for (const path of [
+      '/admin',
+      `/admin/deliveries/${encodeURIComponent('feedback.created:fb_c4')}`,
+    ]) {
+      const response = await request(app).get(path).set('Authorization', bearer).expect(200);
+      expect(response.headers['content-security-policy']).toMatch(
+        /default-src 'none'; script-src 'self'/,
+      );
+      expect(response.text).not.toContain('<script>window.pwned');
+      expect(response.text).not.toContain('<img src=x');
+      expect(response.text).toContain('&lt;script&gt;window.pwned=2&lt;/script&gt;');
+      expect(response.text).not.toMatch(/href="javascript:/i);
+    }
+  });
+
+  it('says so when nothing matches, and 404 for a delivery not kept', async () => {
+    const none = await request(app).get('/admin?q=nothing-like-this').set('Authorization', bearer);
+    expect(none.text).toContain('No delivery matches among the newest 4.');
+    await request(app).get('/admin/deliveries/nope').set('Authorization', bearer).expect(404);
+  });
+});
+
+describe('access', () => {
+  it.each([
+    '/admin',
+    '/admin/deliveries/feedback.created%3Afb_c1',
+    '/admin/api/deliveries',
+    '/admin/api/deliveries/feedback.created%3Afb_c1',
+    '/admin/api/no-such-endpoint',
+    '/admin/assets/console.js',
+    '/admin/queues',
+  ])('answers 401 without the token: %s', async (path) => {
+    const response = await request(app).get(path).expect(401);
+    expect(response.body).toMatchObject({ code: 'ADMIN_UNAUTHORIZED' });
+    await request(app).get(path).set('Authorization', 'Bearer wrong-token-000000').expect(401);
+  });
+});
