@@ -12,6 +12,7 @@ import { answerClientError } from './http/client-error.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
+import { createDeadLetter } from './queue/dead-letter.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
 import { openProducerQueues } from './queue/producer-queues.js';
 import { redisAnswers, waitForRedis, type RedisConnection } from './queue/redis.js';
@@ -41,6 +42,7 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
   const { connection, writes, deliveries, handlerRuns } = queues;
   const metrics = createMetrics();
   metrics.watchQueues([deliveries.queue, handlerRuns]);
+  const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
   let draining = false;
   return {
     scheme: createSignatureScheme(config.webhook),
@@ -48,14 +50,19 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     invalidPayload: config.webhook.invalidPayload,
     connection,
     deliveries,
-    quarantine: createQuarantine({ connection, prefix: config.queuePrefix, writes }),
+    quarantine,
     logger,
     metrics,
     admin: config.adminToken
       ? {
           token: config.adminToken,
           queues: [deliveries.queue, handlerRuns],
-          deliveryLog: createDeliveryLog(deliveries.queue, handlerRuns),
+          console: {
+            deliveryLog: createDeliveryLog(deliveries.queue, handlerRuns),
+            quarantine,
+            deliveries,
+            deadLetter: createDeadLetter(handlerRuns, deliveries.queue),
+          },
         }
       : undefined,
     isReady: async () => !draining && (await redisAnswers(connection)),

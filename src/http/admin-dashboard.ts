@@ -14,8 +14,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { DeliveryLog } from '../worker/delivery-log.js';
-import { createConsoleRouter } from './console/console-router.js';
+import { createConsoleRouter, type ConsoleSources } from './console/console-router.js';
 import { CONSOLE_PATH } from './console/pages.js';
 import { sendProblem } from './send-problem.js';
 
@@ -24,11 +23,11 @@ export const ADMIN_PATH = '/admin/queues';
 export interface AdminDashboardOptions {
   readonly token: string;
   readonly queues: readonly Queue[];
-  /** What the delivery console at /admin reads. */
-  readonly deliveryLog: DeliveryLog;
+  /** What the delivery console at /admin reads and acts on. */
+  readonly console: ConsoleSources;
 }
 
-export function createAdminRouter({ token, queues, deliveryLog }: AdminDashboardOptions): Router {
+export function createAdminRouter({ token, queues, console }: AdminDashboardOptions): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   createBullBoard({
@@ -41,7 +40,7 @@ export function createAdminRouter({ token, queues, deliveryLog }: AdminDashboard
   router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
   router.use(ADMIN_PATH, serverAdapter.getRouter() as Router);
-  router.use(CONSOLE_PATH, createConsoleRouter(deliveryLog));
+  router.use(CONSOLE_PATH, createConsoleRouter(console));
   return router;
 }
 

@@ -32,6 +32,32 @@ export interface DeadLetter {
   retry(id: string): Promise<boolean>;
   /** Queues every failed job again; returns how many there were. */
   retryAll(): Promise<number>;
+  /**
+   * Queues again the failed runs of one group (the console's "retry all" of a handler and
+   * reason), among the newest MOST_IN_A_GROUP_RETRY; returns how many.
+   */
+  retryGroup(group: { handler: string; reason: string }): Promise<number>;
+}
+
+/** How many of the newest failed jobs a group retry looks through. */
+export const MOST_IN_A_GROUP_RETRY = 5_000;
+
+export interface DeadLetterGroup {
+  readonly handler: string;
+  readonly reason: string;
+  readonly runs: readonly DeadLetterEntry[];
+}
+
+/** Failed runs by handler and reason, the largest group first. */
+export function groupDeadLetter(entries: readonly DeadLetterEntry[]): DeadLetterGroup[] {
+  const groups = new Map<string, { handler: string; reason: string; runs: DeadLetterEntry[] }>();
+  for (const entry of entries) {
+    const id = JSON.stringify([entry.handler, entry.reason]);
+    const group = groups.get(id) ?? { handler: entry.handler, reason: entry.reason, runs: [] };
+    group.runs.push(entry);
+    groups.set(id, group);
+  }
+  return [...groups.values()].sort((a, b) => b.runs.length - a.runs.length);
 }
 
 export const ROUTING = '(routing)';
@@ -56,7 +82,7 @@ export function createDeadLetter(
     failedAt: job.finishedOn === undefined ? undefined : new Date(job.finishedOn).toISOString(),
   });
 
-  return {
+  const deadLetter: DeadLetter = {
     async list({ offset = 0, limit = 50 } = {}) {
       // Each queue's newest `offset + limit`, merged: enough for any page of the two together.
       const pages = await Promise.all(
@@ -101,7 +127,18 @@ export function createDeadLetter(
       }
       return total;
     },
+
+    async retryGroup({ handler, reason }) {
+      const entries = await deadLetter.list({ limit: MOST_IN_A_GROUP_RETRY });
+      let retried = 0;
+      for (const entry of entries) {
+        if (entry.handler !== handler || entry.reason !== reason) continue;
+        if (await deadLetter.retry(entry.id)) retried += 1;
+      }
+      return retried;
+    },
   };
+  return deadLetter;
 }
 
 /** Failed jobs retried at once by retryAll. */

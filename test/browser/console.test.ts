@@ -3,11 +3,14 @@
  * with the admin token, find a delivery by its feedback id, open it and see the triage rule that
  * fired; a record written to attack the page renders as text and runs nothing.
  */
+import { UnrecoverableError } from 'bullmq';
 import express from 'express';
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createAdminRouter } from '../../src/http/admin-dashboard.js';
+import { createDeadLetter } from '../../src/queue/dead-letter.js';
 import { createDeliveryLog } from '../../src/worker/delivery-log.js';
+import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
@@ -17,6 +20,8 @@ const TOKEN = 'console-token-8b3e1d7f';
 const HOSTILE_TITLE =
   '<img src=x onerror="window.pwned=1;alert(1)"><script>window.pwned=2</script>';
 
+/** Until a test says otherwise, notify-team fails for good on the record "Needs the team". */
+let teamReachable = false;
 let env: TestWorkerEnv;
 let served: Awaited<ReturnType<typeof serveOnLoopback>> | undefined;
 let url: string;
@@ -33,7 +38,17 @@ beforeAll(async () => {
     'test',
   );
   const worker = await env.startWorker({
-    handlers: [createTriageHandler({ rules, dryRun: true })],
+    handlers: [
+      createTriageHandler({ rules, dryRun: true }),
+      defineHandler({
+        name: 'notify-team',
+        handle: ({ record }) => {
+          if (record.title === 'Needs the team' && !teamReachable) {
+            throw new UnrecoverableError('the team channel said no');
+          }
+        },
+      }),
+    ],
   });
   await env.deliver({ id: 'fb_browser_1', title: 'App crashes at checkout', rating: 1 });
   await env.deliver({ id: 'fb_browser_2', title: 'Love it', rating: 5 });
@@ -44,12 +59,19 @@ beforeAll(async () => {
     url: 'javascript:window.pwned=4',
     rating: 3,
   });
-  await env.completedRuns(3);
+  await env.deliver({ id: 'fb_browser_dead', title: 'Needs the team', rating: 4 });
+  await env.completedRuns(7);
+  await env.failedRuns(1);
   const app = express().use(
     createAdminRouter({
       token: TOKEN,
       queues: [env.deliveries, worker.handlerRuns],
-      deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
+      console: {
+        deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
+        quarantine: env.quarantine,
+        deliveries: env.producer,
+        deadLetter: createDeadLetter(worker.handlerRuns, env.deliveries),
+      },
     }),
   );
   served = await serveOnLoopback(app);
@@ -108,6 +130,51 @@ it('renders a hostile record as text, and no script of it runs', async () => {
     expect(await page.locator('h1').textContent()).toBe(HOSTILE_TITLE);
     expect(await page.getByText('javascript:window.pwned=4').count()).toBe(1);
     expect(dialogs).toEqual([]);
+  } finally {
+    await context.close();
+  }
+});
+
+it('retries a dead-letter run from its page, and the run then succeeds', async () => {
+  teamReachable = true;
+  const { context, page } = await loggedIn();
+  try {
+    await page.goto(`${url}/admin/dead-letter`);
+    await page.getByText('the team channel said no').waitFor();
+    await page.getByRole('button', { name: 'Retry', exact: true }).click();
+    await page.getByText('Queued again, with all of its attempts.').waitFor();
+    const deliveryPage = `${url}/admin/deliveries/${encodeURIComponent('feedback.created:fb_browser_dead')}`;
+    await vi.waitFor(
+      async () => {
+        await page.goto(deliveryPage);
+        expect(await page.locator('.runs').textContent(), 'the retried run').toMatch(
+          /notify-team\s+completed/,
+        );
+      },
+      { timeout: 10_000 },
+    );
+  } finally {
+    await context.close();
+  }
+});
+
+it('replays a quarantined delivery from its page', async () => {
+  await env.quarantine.add({
+    receivedAt: new Date().toISOString(),
+    reason: 'schema',
+    issues: [{ path: 'rating', message: 'expected a number' }],
+    headers: {},
+    body: Buffer.from(JSON.stringify({ id: 'fb_browser_replay', title: 'Kept, then fixed' })),
+  });
+  const { context, page } = await loggedIn();
+  try {
+    await page.goto(`${url}/admin/quarantine`);
+    await page.locator('a[href^="/admin/quarantine/q-"]').first().click();
+    await page.getByText('{"id":"fb_browser_replay"', { exact: false }).waitFor();
+    await page.getByRole('button', { name: 'Replay' }).click();
+    await page.getByText('Replayed: the delivery is queued').waitFor();
+    await page.goto(`${url}/admin?q=fb_browser_replay`);
+    await page.getByRole('link', { name: 'Kept, then fixed' }).waitFor();
   } finally {
     await context.close();
   }

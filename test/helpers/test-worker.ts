@@ -7,7 +7,11 @@ import type { Queue } from 'bullmq';
 import { expect, inject, vi } from 'vitest';
 import { createApiClient, type ApiClient } from '../../src/api/client.js';
 import { createLogger } from '../../src/logger.js';
-import { createDeliveryQueue } from '../../src/queue/deliveries-queue.js';
+import {
+  createDeliveryQueue,
+  type DeliveryQueueProducer,
+} from '../../src/queue/deliveries-queue.js';
+import { createQuarantine, type Quarantine } from '../../src/queue/quarantine.js';
 import { createProducerConnection, createWorkerConnection } from '../../src/queue/redis.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
@@ -35,6 +39,10 @@ export interface TestWorkerEnv {
   /** Resolves once `count` handler runs have failed for good. */
   failedRuns(count: number, timeoutMs?: number): Promise<void>;
   readonly deliveries: Queue<Delivery>;
+  /** Puts deliveries in the queue as the receiver does (quarantine replays use it). */
+  readonly producer: DeliveryQueueProducer;
+  /** The quarantine under the same prefix. */
+  readonly quarantine: Quarantine;
   close(): Promise<void>;
 }
 
@@ -66,6 +74,8 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
     prefix,
     logs,
     deliveries: producer.queue,
+    producer,
+    quarantine: createQuarantine({ connection: producerConnection, prefix }),
     async deliver(record) {
       const delivery: Delivery = {
         key: `feedback.created:${record.id}`,

@@ -6,8 +6,9 @@
 import { UnrecoverableError } from 'bullmq';
 import express, { type Express } from 'express';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createAdminRouter } from '../../src/http/admin-dashboard.js';
+import { createDeadLetter } from '../../src/queue/dead-letter.js';
 import { createDeliveryLog } from '../../src/worker/delivery-log.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
@@ -60,7 +61,12 @@ beforeAll(async () => {
     createAdminRouter({
       token: TOKEN,
       queues: [env.deliveries, worker.handlerRuns],
-      deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
+      console: {
+        deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
+        quarantine: env.quarantine,
+        deliveries: env.producer,
+        deadLetter: createDeadLetter(worker.handlerRuns, env.deliveries),
+      },
     }),
   );
 }, 30_000);
@@ -164,6 +170,117 @@ describe('the console pages', () => {
     const none = await request(app).get('/admin?q=nothing-like-this').set('Authorization', bearer);
     expect(none.text).toContain('No delivery matches among the newest 4.');
     await request(app).get('/admin/deliveries/nope').set('Authorization', bearer).expect(404);
+  });
+});
+
+describe('the quarantine', () => {
+  const entry = (body: Buffer) =>
+    env.quarantine.add({
+      receivedAt: new Date().toISOString(),
+      reason: 'unparseable',
+      issues: [{ path: '', message: 'not JSON' }],
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+  const post = (path: string) =>
+    request(app).post(path).set('Authorization', bearer).set('Sec-Fetch-Site', 'same-origin');
+
+  it('shows a body byte for byte, escaped, with bytes that are not UTF-8 made visible', async () => {
+    const body = Buffer.concat([
+      Buffer.from('<script>window.pwned=1</script>'),
+      Buffer.from([0xff]),
+    ]);
+    const id = await entry(body);
+    const api = await request(app).get(`/admin/api/quarantine/${id}`).set('Authorization', bearer);
+    expect(api.body).toMatchObject({
+      id,
+      reason: 'unparseable',
+      size: body.length,
+      bodyEncoding: 'base64',
+    });
+    expect(Buffer.from(api.body.body, 'base64').equals(body)).toBe(true);
+    const listed = await request(app).get('/admin/api/quarantine').set('Authorization', bearer);
+    expect(listed.body.entries.map((e: { id: string }) => e.id)).toContain(id);
+    const page = await request(app)
+      .get(`/admin/quarantine/${id}`)
+      .set('Authorization', bearer)
+      .expect(200);
+    expect(page.text).toContain('&lt;script&gt;window.pwned=1&lt;/script&gt;');
+    expect(page.text).toMatch(/<span class="byte"[^>]*>\\xFF<\/span>/);
+    expect(page.text).not.toContain('<script>window.pwned');
+  });
+
+  it('keeps an entry that is still invalid, replays one that passes, deletes on request', async () => {
+    const bad = await entry(Buffer.from('not json'));
+    expect((await post(`/admin/api/quarantine/${bad}/replay`).expect(200)).body).toMatchObject({
+      status: 'invalid',
+    });
+    const good = await entry(
+      Buffer.from(JSON.stringify({ id: 'fb_replayed', title: 'Back again' })),
+    );
+    expect((await post(`/admin/api/quarantine/${good}/replay`).expect(200)).body).toMatchObject({
+      status: 'queued',
+      key: 'feedback.created:fb_replayed',
+    });
+    expect(ids((await search('q=fb_replayed').expect(200)).body)).toEqual(['fb_replayed']);
+    await post(`/admin/api/quarantine/${good}/replay`).expect(404);
+    // The page's form: back to the quarantine, saying what happened.
+    const deleted = await post(`/admin/quarantine/${bad}/delete`).expect(303);
+    expect(deleted.headers.location).toBe('/admin/quarantine?done=deleted');
+    const after = await request(app).get(deleted.headers.location!).set('Authorization', bearer);
+    expect(after.text).toContain('Deleted from the quarantine.');
+    await post(`/admin/api/quarantine/${bad}/delete`).expect(404);
+  });
+
+  it('refuses a cross-site POST that carries valid basic-auth credentials', async () => {
+    const id = await entry(Buffer.from('kept'));
+    const basic = `Basic ${Buffer.from(`operator:${TOKEN}`).toString('base64')}`;
+    for (const path of [`/admin/quarantine/${id}/delete`, `/admin/api/quarantine/${id}/delete`]) {
+      const refused = await request(app)
+        .post(path)
+        .set('Authorization', basic)
+        .set('Sec-Fetch-Site', 'cross-site')
+        .expect(403);
+      expect(refused.body).toMatchObject({ code: 'CROSS_SITE_REQUEST' });
+    }
+    expect(await env.quarantine.get(id)).toBeDefined();
+  });
+});
+
+describe('the dead letter', () => {
+  const post = (path: string) =>
+    request(app).post(path).set('Authorization', bearer).set('Sec-Fetch-Site', 'same-origin');
+
+  it('groups failed runs by handler and reason, and retries a group with all its attempts', async () => {
+    const { body } = await request(app).get('/admin/api/dead-letter').set('Authorization', bearer);
+    expect(body).toMatchObject({
+      total: 1,
+      groups: [
+        {
+          handler: 'picky',
+          reason: 'picky refused it',
+          runs: [{ deliveryKey: 'feedback.created:fb_c3' }],
+        },
+      ],
+    });
+    const page = await request(app).get('/admin/dead-letter').set('Authorization', bearer);
+    expect(page.text).toContain('picky · 1 run(s)');
+    const retried = await post('/admin/api/dead-letter/retry')
+      .send({ handler: 'picky', reason: 'picky refused it' })
+      .expect(200);
+    expect(retried.body).toEqual({ retried: 1 });
+    // It runs again, and picky refuses it again: a later failure.
+    const firstFailure = body.groups[0].runs[0].failedAt as string;
+    await vi.waitFor(
+      async () => {
+        const now = await request(app).get('/admin/api/dead-letter').set('Authorization', bearer);
+        expect(now.body.groups[0]?.runs[0]?.failedAt, 'the run to fail again').toBeDefined();
+        expect(now.body.groups[0].runs[0].failedAt > firstFailure).toBe(true);
+      },
+      { timeout: 5_000 },
+    );
+    await post('/admin/api/dead-letter/no-such-run/retry').expect(404);
+    await post('/admin/api/dead-letter/retry').send({ handler: 'picky' }).expect(400);
   });
 });
 

@@ -1,30 +1,94 @@
 /**
  * The console's JSON API under /admin/api, for its pages and for scripts alike (the same token;
- * docs/admin-api.md lists every endpoint). Reads only here; state changes are POSTs.
+ * docs/admin-api.md lists every endpoint with an example answer). State changes are POSTs.
  */
 import express, { type Router } from 'express';
-import type { DeliveryLog } from '../../worker/delivery-log.js';
+import { z } from 'zod';
+import { groupDeadLetter } from '../../queue/dead-letter.js';
 import { sendProblem } from '../send-problem.js';
+import type { ConsoleSources } from './console-router.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
 
-export function createAdminApi(log: DeliveryLog): Router {
+const MOST_LISTED = 500;
+
+const GroupSchema = z.strictObject({ handler: z.string(), reason: z.string() });
+
+export function createAdminApi({
+  deliveryLog,
+  quarantine,
+  deliveries,
+  deadLetter,
+}: ConsoleSources): Router {
   const api = express.Router();
 
   api.get('/deliveries', async (req, res) => {
     const check = readDeliveriesQuery(req.query);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
-    const page = await log.list(check.query);
+    const page = await deliveryLog.list(check.query);
     res.json({ ...page, offset: check.query.offset, limit: check.query.limit });
   });
 
   api.get('/deliveries/:key', async (req, res) => {
-    const delivery = await log.get(req.params.key);
-    if (!delivery) {
-      return sendProblem(res, 'NOT_FOUND', 'No delivery with this key is kept (or ever was).');
-    }
+    const delivery = await deliveryLog.get(req.params.key);
+    if (!delivery) return notFound(res, 'delivery');
     res.json(delivery);
+  });
+
+  api.get('/quarantine', async (_req, res) => {
+    const [entries, total] = await Promise.all([
+      quarantine.list({ limit: MOST_LISTED }),
+      quarantine.count(),
+    ]);
+    res.json({ entries, total });
+  });
+
+  api.get('/quarantine/:id', async (req, res) => {
+    const entry = await quarantine.get(req.params.id);
+    if (!entry) return notFound(res, 'quarantine entry');
+    const { body, ...rest } = entry;
+    res.json({ ...rest, size: body.length, body: body.toString('base64'), bodyEncoding: 'base64' });
+  });
+
+  api.post('/quarantine/:id/replay', async (req, res) => {
+    const result = await quarantine.replay(req.params.id, deliveries);
+    if (result.status === 'not_found') return notFound(res, 'quarantine entry');
+    res.json(result);
+  });
+
+  api.post('/quarantine/:id/delete', async (req, res) => {
+    if (!(await quarantine.delete(req.params.id))) return notFound(res, 'quarantine entry');
+    res.json({ id: req.params.id, status: 'deleted' });
+  });
+
+  api.get('/dead-letter', async (_req, res) => {
+    const [entries, total] = await Promise.all([
+      deadLetter.list({ limit: MOST_LISTED }),
+      deadLetter.count(),
+    ]);
+    res.json({ groups: groupDeadLetter(entries), total });
+  });
+
+  api.post('/dead-letter/retry', express.json({ limit: '16kb' }), async (req, res) => {
+    const group = GroupSchema.safeParse(req.body);
+    if (!group.success) {
+      return sendProblem(
+        res,
+        'BAD_REQUEST',
+        'expected a JSON body {"handler": ..., "reason": ...}',
+      );
+    }
+    res.json({ retried: await deadLetter.retryGroup(group.data) });
+  });
+
+  api.post('/dead-letter/:id/retry', async (req, res) => {
+    if (!(await deadLetter.retry(req.params.id))) return notFound(res, 'failed run');
+    res.json({ id: req.params.id, status: 'queued' });
   });
 
   api.use((_req, res) => sendProblem(res, 'NOT_FOUND', 'No such endpoint; see docs/admin-api.md.'));
   return api;
+}
+
+function notFound(res: express.Response, what: string): void {
+  sendProblem(res, 'NOT_FOUND', `No ${what} with this id is kept.`);
 }

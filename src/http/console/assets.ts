@@ -27,6 +27,13 @@ th, td { text-align: left; padding: 0.4rem; border-bottom: 1px solid var(--line)
 .fields dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 .runs { padding-left: 1.2rem; }
 .pager { display: flex; gap: 1rem; margin-top: 1rem; }
+.notice { padding: 0.5rem; border: 1px solid var(--good); border-radius: 0.3rem; }
+.actions { display: flex; gap: 0.5rem; margin: 1rem 0; }
+.runs form, .group form { display: inline; }
+button { padding: 0.3rem 0.8rem; cursor: pointer; }
+button.danger { color: var(--bad); }
+pre.body { padding: 0.75rem; border: 1px solid var(--line); white-space: pre-wrap; overflow-wrap: anywhere; max-height: 40rem; overflow: auto; }
+.byte { color: var(--bad); border: 1px dotted var(--bad); padding: 0 0.1rem; }
 @media (max-width: 40rem) {
   thead { display: none; }
   tr, td { display: block; }

@@ -1,19 +1,44 @@
 /**
  * The delivery console at /admin: its pages, its assets and its JSON API (/admin/api). The
- * admin router puts the token check and the cross-site defence in front of all of it.
+ * admin router puts the token check and the cross-site defence in front of all of it, so every
+ * POST here comes from the console's own pages (or from a script with the token).
  */
-import express, { type Response, type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
+import type { DeadLetter } from '../../queue/dead-letter.js';
+import { groupDeadLetter } from '../../queue/dead-letter.js';
+import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
+import type { Quarantine } from '../../queue/quarantine.js';
 import type { DeliveryLog } from '../../worker/delivery-log.js';
+import { sendProblem } from '../send-problem.js';
 import { createAdminApi } from './admin-api.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
 import type { Html } from './html.js';
-import { CONSOLE_CSP, deliveriesPage, deliveryPage, notFoundPage } from './pages.js';
-import { sendProblem } from '../send-problem.js';
+import {
+  deadLetterPage,
+  NOTICES,
+  quarantineEntryPage,
+  quarantinePage,
+  type Notice,
+} from './operations-pages.js';
+import { CONSOLE_CSP, CONSOLE_PATH, deliveriesPage, deliveryPage, notFoundPage } from './pages.js';
 
-export function createConsoleRouter(log: DeliveryLog): Router {
+/** What the console reads and acts on. */
+export interface ConsoleSources {
+  readonly deliveryLog: DeliveryLog;
+  readonly quarantine: Quarantine;
+  /** Where a replayed quarantine entry is queued. */
+  readonly deliveries: DeliveryQueue;
+  readonly deadLetter: DeadLetter;
+}
+
+/** Most entries a quarantine or dead-letter page shows. */
+const MOST_SHOWN = 500;
+
+export function createConsoleRouter(sources: ConsoleSources): Router {
+  const { deliveryLog, quarantine, deliveries, deadLetter } = sources;
   const router = express.Router();
-  router.use('/api', createAdminApi(log));
+  router.use('/api', createAdminApi(sources));
 
   router.get('/assets/console.css', (_req, res) => asset(res, 'text/css', CONSOLE_CSS));
   router.get('/assets/console.js', (_req, res) => asset(res, 'text/javascript', CONSOLE_JS));
@@ -21,15 +46,76 @@ export function createConsoleRouter(log: DeliveryLog): Router {
   router.get('/', async (req, res) => {
     const check = readDeliveriesQuery(req.query);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
-    page(res, 200, deliveriesPage(await log.list(check.query), check.query));
+    page(res, 200, deliveriesPage(await deliveryLog.list(check.query), check.query));
   });
 
   router.get('/deliveries/:key', async (req, res) => {
-    const delivery = await log.get(req.params.key);
+    const delivery = await deliveryLog.get(req.params.key);
     if (delivery) page(res, 200, deliveryPage(delivery));
     else page(res, 404, notFoundPage(req.params.key));
   });
+
+  router.get('/quarantine', async (req, res) => {
+    const [entries, total] = await Promise.all([
+      quarantine.list({ limit: MOST_SHOWN }),
+      quarantine.count(),
+    ]);
+    page(res, 200, quarantinePage(entries, total, noticeOf(req)));
+  });
+
+  router.get('/quarantine/:id', async (req, res) => {
+    const entry = await quarantine.get(req.params.id);
+    if (entry) page(res, 200, quarantineEntryPage(entry));
+    else page(res, 404, notFoundPage(req.params.id));
+  });
+
+  router.post('/quarantine/:id/replay', async (req, res) => {
+    const { status } = await quarantine.replay(req.params.id, deliveries);
+    const done: Notice =
+      status === 'not_found' ? 'gone' : status === 'invalid' ? 'still-invalid' : 'replayed';
+    afterAction(res, 'quarantine', done);
+  });
+
+  router.post('/quarantine/:id/delete', async (req, res) => {
+    afterAction(res, 'quarantine', (await quarantine.delete(req.params.id)) ? 'deleted' : 'gone');
+  });
+
+  router.get('/dead-letter', async (req, res) => {
+    const [entries, total] = await Promise.all([
+      deadLetter.list({ limit: MOST_SHOWN }),
+      deadLetter.count(),
+    ]);
+    page(res, 200, deadLetterPage(groupDeadLetter(entries), total, noticeOf(req)));
+  });
+
+  router.post(
+    '/dead-letter/retry',
+    express.urlencoded({ extended: false, limit: '16kb' }),
+    async (req, res) => {
+      const { handler, reason } = (req.body ?? {}) as Record<string, unknown>;
+      if (typeof handler !== 'string' || typeof reason !== 'string') {
+        return sendProblem(res, 'BAD_REQUEST', 'handler and reason: expected one value each');
+      }
+      const retried = await deadLetter.retryGroup({ handler, reason });
+      afterAction(res, 'dead-letter', retried > 0 ? 'retried' : 'gone');
+    },
+  );
+
+  router.post('/dead-letter/:id/retry', async (req, res) => {
+    afterAction(res, 'dead-letter', (await deadLetter.retry(req.params.id)) ? 'retried' : 'gone');
+  });
+
   return router;
+}
+
+/** After a form's POST, back to its page with what happened (303: the browser GETs it). */
+function afterAction(res: Response, where: string, done: Notice): void {
+  res.redirect(303, `${CONSOLE_PATH}/${where}?done=${done}`);
+}
+
+function noticeOf(req: Request): Notice | undefined {
+  const done = req.query.done;
+  return typeof done === 'string' && done in NOTICES ? (done as Notice) : undefined;
 }
 
 function page(res: Response, status: number, body: Html): void {

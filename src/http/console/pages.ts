@@ -285,7 +285,7 @@ function link(url: string | null | undefined): Html | string | undefined {
 }
 
 /** A time shown in UTC; the page's script turns it into local time with UTC on hover. */
-function time(iso: string): Html {
+export function time(iso: string): Html {
   return html`<time datetime="${iso}" title="${iso}">${iso}</time>`;
 }
 
