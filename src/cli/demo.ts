@@ -44,13 +44,15 @@ const RECORDS: Partial<FeedbackRecord>[] = [
 export const demoCommand: Command = {
   name: 'demo',
   summary: 'run everything locally against the sandbox and show auto-triage at work',
-  help: `Usage: feedback-receiver demo [--verbose]
+  help: `Usage: feedback-receiver demo [--keep] [--verbose]
 
 Starts a private Redis (unless REDIS_URL is set), the sandbox, the receiver and a
 worker with examples/triage-rules.jsonc, all on 127.0.0.1; registers the hook;
 creates a few feedback records; waits until each is triaged; prints them before
-and after; and stops everything. --verbose shows every component's log lines.`,
-  options: { verbose: { type: 'boolean' } },
+and after; and stops everything. --keep keeps everything running, and prints the
+delivery console's URL and a login for it, until Ctrl-C. --verbose shows every
+component's log lines.`,
+  options: { keep: { type: 'boolean' }, verbose: { type: 'boolean' } },
   async run(values) {
     const logger = createLogger({ level: values.verbose ? 'info' : 'silent' });
     const cleanup: (() => Promise<void>)[] = [];
@@ -74,10 +76,12 @@ and after; and stops everything. --verbose shows every component's log lines.`,
       cleanup.unshift(sandbox.close);
 
       const secret = randomBytes(32).toString('base64url');
+      const adminToken = randomBytes(18).toString('base64url');
       const receiver = await step('Starting the receiver', () =>
         startReceiver(
           loadReceiverConfig({
             WEBHOOK_SECRET: secret,
+            ADMIN_TOKEN: adminToken,
             PORT: '0',
             HOST: '127.0.0.1',
             REDIS_URL: redisUrl,
@@ -144,6 +148,20 @@ and after; and stops everything. --verbose shows every component's log lines.`,
 
       const after = before.map((record) => sandbox.state.records.get(record.id)!);
       console.log(`\n${table(before, after, rules)}\n`);
+      if (values.keep) {
+        console.log(
+          [
+            `The delivery console: ${receiver.url}/admin`,
+            `Log in with any user name and the password ${adminToken}`,
+            'Everything keeps running until Ctrl-C.\n',
+          ].join('\n'),
+        );
+        await stopped();
+      } else {
+        console.log(
+          'Run `npm run demo -- --keep` to keep it running and look around in the console.\n',
+        );
+      }
     } finally {
       await step('Stopping everything', async () => {
         for (const stop of cleanup) await stop();
@@ -153,6 +171,19 @@ and after; and stops everything. --verbose shows every component's log lines.`,
     setTimeout(() => process.exit(process.exitCode ?? 0), 2_000).unref();
   },
 };
+
+/** Resolves at the first SIGINT or SIGTERM. */
+function stopped(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
 
 async function step<T>(label: string, run: () => Promise<T>): Promise<T> {
   const started = performance.now();

@@ -330,8 +330,36 @@ describe('feedback-receiver demo', () => {
       expect(demo.output).toContain(rule);
     }
     expect(demo.output).toMatch(/Please add a dark mode .*\(none\)/);
+    expect(demo.output).toContain('Run `npm run demo -- --keep` to keep it running');
     expect(demo.output).toContain('Stopping everything … done');
   });
+
+  it('with --keep, keeps running and shows the console until Ctrl-C', async () => {
+    const demo = runCli(['demo', '--keep'], {});
+    try {
+      const [, consoleUrl, password] = await vi.waitFor(
+        () => {
+          const found =
+            /The delivery console: (\S+)\nLog in with any user name and the password (\S+)/.exec(
+              demo.output(),
+            );
+          expect(found, `the console's URL\n${demo.output()}`).not.toBeNull();
+          return found!;
+        },
+        { timeout: 45_000, interval: 200 },
+      );
+      const page = await fetch(consoleUrl!, {
+        headers: { Authorization: `Basic ${Buffer.from(`me:${password}`).toString('base64')}` },
+      });
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('Please add a dark mode');
+      expect((await fetch(consoleUrl!)).status).toBe(401);
+    } finally {
+      demo.child.kill('SIGINT');
+    }
+    expect(await demo.exited()).toBe(0);
+    expect(demo.output()).toContain('Stopping everything … done');
+  }, 60_000);
 });
 
 describe('feedback-receiver start', () => {
