@@ -13,6 +13,7 @@ import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
 import { createDeadLetter } from './queue/dead-letter.js';
+import { createDeliveryStats, readDeliveryStats } from './queue/delivery-stats.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
 import { openProducerQueues } from './queue/producer-queues.js';
 import { redisAnswers, waitForRedis, type RedisConnection } from './queue/redis.js';
@@ -43,6 +44,7 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
   const metrics = createMetrics();
   metrics.watchQueues([deliveries.queue, handlerRuns]);
   const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
+  const stats = createDeliveryStats({ connection, prefix: config.queuePrefix, logger });
   let draining = false;
   return {
     scheme: createSignatureScheme(config.webhook),
@@ -53,6 +55,7 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     quarantine,
     logger,
     metrics,
+    stats,
     admin: config.adminToken
       ? {
           token: config.adminToken,
@@ -62,6 +65,8 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
             quarantine,
             deliveries,
             deadLetter: createDeadLetter(handlerRuns, deliveries.queue),
+            queues: [deliveries.queue, handlerRuns],
+            readStats: () => readDeliveryStats(connection, config.queuePrefix),
           },
         }
       : undefined,
@@ -69,7 +74,10 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     drain: () => {
       draining = true;
     },
-    close: queues.close,
+    close: async () => {
+      await stats.close();
+      await queues.close();
+    },
   };
 }
 

@@ -10,6 +10,7 @@ import type { InvalidPayloadMode } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { DeliveryQueue } from '../queue/deliveries-queue.js';
+import type { DeliveryStats } from '../queue/delivery-stats.js';
 import type { NewQuarantineEntry } from '../queue/quarantine.js';
 import { interpretPayload } from '../webhooks/delivery.js';
 import type { HeaderLookup, SignatureScheme } from '../webhooks/signature-scheme.js';
@@ -31,6 +32,8 @@ export interface WebhookRouteDeps {
   readonly logger: Logger;
   /** Counts outcomes and times enqueues; see src/metrics.ts. */
   readonly metrics?: Pick<Metrics, 'deliveries' | 'secretMatches' | 'enqueueDuration'>;
+  /** The same counts, shared in Redis for the console's overview. */
+  readonly stats?: Pick<DeliveryStats, 'count' | 'secretMatched'> | undefined;
   /** The clock, in milliseconds since the epoch; tests pass their own. */
   readonly now?: () => number;
 }
@@ -53,13 +56,16 @@ export function createWebhookRouter(
   deps: WebhookRouteDeps,
   { path = WEBHOOK_PATH }: WebhookRouterOptions = {},
 ): Router {
-  const { scheme, logger, deliveries, quarantine, metrics } = deps;
+  const { scheme, logger, deliveries, quarantine, metrics, stats } = deps;
   const now = deps.now ?? Date.now;
   const keptHeaders = [...KEPT_HEADERS, ...scheme.headers];
   const router = express.Router();
 
   /** Answers with a problem, and logs why at warn: the log says more than the answer. */
-  const counted = (outcome: string, reason = '') => metrics?.deliveries.inc({ outcome, reason });
+  const counted = (outcome: string, reason = '') => {
+    metrics?.deliveries.inc({ outcome, reason });
+    stats?.count(outcome, reason);
+  };
   const refuse = (res: Response, code: ErrorCode, reason: string, detail: string, extra = {}) => {
     markLogged(res);
     logger.warn({ outcome: 'rejected', reason, ...extra }, 'delivery refused');
@@ -132,6 +138,7 @@ export function createWebhookRouter(
     }
 
     metrics?.secretMatches.inc({ index: String(check.secretIndex) });
+    stats?.secretMatched(check.secretIndex);
     const deliveryId = scheme.deliveryId(header);
     const outcome = interpretPayload(body, { deliveryId, receivedAt: new Date(receivedAt) });
     const signed = { secretIndex: check.secretIndex };

@@ -9,6 +9,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { createAdminRouter } from '../../src/http/admin-dashboard.js';
 import { createDeadLetter } from '../../src/queue/dead-letter.js';
+import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
 import { createDeliveryLog } from '../../src/worker/delivery-log.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
@@ -71,6 +72,8 @@ beforeAll(async () => {
         quarantine: env.quarantine,
         deliveries: env.producer,
         deadLetter: createDeadLetter(worker.handlerRuns, env.deliveries),
+        queues: [env.deliveries, worker.handlerRuns],
+        readStats: () => readDeliveryStats(env.connection, env.prefix),
       },
     }),
   );
@@ -101,7 +104,7 @@ async function loggedIn() {
 it('finds a delivery by its feedback id, and shows the triage rule that fired', async () => {
   const { context, page } = await loggedIn();
   try {
-    await page.goto(`${url}/admin`);
+    await page.goto(`${url}/admin/deliveries`);
     await page.getByRole('searchbox', { name: 'Search' }).fill('fb_browser_1');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByRole('link', { name: 'App crashes at checkout' }).click();
@@ -119,7 +122,7 @@ it('renders a hostile record as text, and no script of it runs', async () => {
   const { context, page, dialogs } = await loggedIn();
   try {
     for (const path of [
-      '/admin',
+      '/admin/deliveries',
       `/admin/deliveries/${encodeURIComponent('feedback.created:fb_browser_xss')}`,
     ]) {
       await page.goto(`${url}${path}`, { waitUntil: 'load' });
@@ -173,7 +176,7 @@ it('replays a quarantined delivery from its page', async () => {
     await page.getByText('{"id":"fb_browser_replay"', { exact: false }).waitFor();
     await page.getByRole('button', { name: 'Replay' }).click();
     await page.getByText('Replayed: the delivery is queued').waitFor();
-    await page.goto(`${url}/admin?q=fb_browser_replay`);
+    await page.goto(`${url}/admin/deliveries?q=fb_browser_replay`);
     await page.getByRole('link', { name: 'Kept, then fixed' }).waitFor();
   } finally {
     await context.close();

@@ -348,7 +348,7 @@ describe('feedback-receiver demo', () => {
         },
         { timeout: 45_000, interval: 200 },
       );
-      const page = await fetch(consoleUrl!, {
+      const page = await fetch(`${consoleUrl!}/deliveries`, {
         headers: { Authorization: `Basic ${Buffer.from(`me:${password}`).toString('base64')}` },
       });
       expect(page.status).toBe(200);

@@ -12,7 +12,11 @@ import {
   type DeliveryQueueProducer,
 } from '../../src/queue/deliveries-queue.js';
 import { createQuarantine, type Quarantine } from '../../src/queue/quarantine.js';
-import { createProducerConnection, createWorkerConnection } from '../../src/queue/redis.js';
+import {
+  createProducerConnection,
+  createWorkerConnection,
+  type RedisConnection,
+} from '../../src/queue/redis.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import type { Handler } from '../../src/worker/handler.js';
@@ -43,6 +47,8 @@ export interface TestWorkerEnv {
   readonly producer: DeliveryQueueProducer;
   /** The quarantine under the same prefix. */
   readonly quarantine: Quarantine;
+  /** The producer's connection, for reads of the test's own. */
+  readonly connection: RedisConnection;
   close(): Promise<void>;
 }
 
@@ -76,6 +82,7 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
     deliveries: producer.queue,
     producer,
     quarantine: createQuarantine({ connection: producerConnection, prefix }),
+    connection: producerConnection,
     async deliver(record) {
       const delivery: Delivery = {
         key: `feedback.created:${record.id}`,

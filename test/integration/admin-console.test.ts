@@ -9,6 +9,9 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createAdminRouter } from '../../src/http/admin-dashboard.js';
 import { createDeadLetter } from '../../src/queue/dead-letter.js';
+import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
+import { createLogger } from '../../src/logger.js';
+import { createDeliveryStats } from '../../src/queue/delivery-stats.js';
 import { createDeliveryLog } from '../../src/worker/delivery-log.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
@@ -66,6 +69,8 @@ beforeAll(async () => {
         quarantine: env.quarantine,
         deliveries: env.producer,
         deadLetter: createDeadLetter(worker.handlerRuns, env.deliveries),
+        queues: [env.deliveries, worker.handlerRuns],
+        readStats: () => readDeliveryStats(env.connection, env.prefix),
       },
     }),
   );
@@ -152,7 +157,7 @@ describe('GET /admin/api/deliveries/{key}', () => {
 describe('the console pages', () => {
   it('render hostile record content as text, link only http(s) URLs, and carry a strict CSP', async () => {
     for (const path of [
-      '/admin',
+      '/admin/deliveries',
       `/admin/deliveries/${encodeURIComponent('feedback.created:fb_c4')}`,
     ]) {
       const response = await request(app).get(path).set('Authorization', bearer).expect(200);
@@ -167,7 +172,9 @@ describe('the console pages', () => {
   });
 
   it('says so when nothing matches, and 404 for a delivery not kept', async () => {
-    const none = await request(app).get('/admin?q=nothing-like-this').set('Authorization', bearer);
+    const none = await request(app)
+      .get('/admin/deliveries?q=nothing-like-this')
+      .set('Authorization', bearer);
     expect(none.text).toContain('No delivery matches among the newest 4.');
     await request(app).get('/admin/deliveries/nope').set('Authorization', bearer).expect(404);
   });
@@ -284,10 +291,49 @@ describe('the dead letter', () => {
   });
 });
 
+describe('the overview', () => {
+  it('shows what the receivers answered, the queues, and which secret matched', async () => {
+    const stats = createDeliveryStats({
+      connection: env.connection,
+      prefix: env.prefix,
+      logger: createLogger({ level: 'silent' }),
+    });
+    for (const outcome of ['queued', 'queued', 'queued', 'duplicate']) stats.count(outcome);
+    stats.count('rejected', 'signature_mismatch');
+    for (const index of [0, 0, 0, 1]) stats.secretMatched(index);
+    await stats.close();
+    const { body } = await request(app).get('/admin/api/overview').set('Authorization', bearer);
+    const expected = {
+      queued: 3,
+      duplicate: 1,
+      'rejected:signature_mismatch': 1,
+      'secret:0': 3,
+      'secret:1': 1,
+    };
+    expect(body.stats.lastHour).toEqual(expected);
+    expect(body.stats.lastDay).toEqual(expected);
+    expect(body.stats.perMinute).toHaveLength(60);
+    expect(body.stats.perMinute.at(-1).counts).toEqual(expected);
+    expect(body.queues.map((queue: { name: string }) => queue.name)).toEqual([
+      'deliveries',
+      'handler-runs',
+    ]);
+    expect(body.deadLetter).toBe(1);
+    const page = await request(app).get('/admin').set('Authorization', bearer).expect(200);
+    expect(page.text).toContain('signature_mismatch 1');
+    expect(page.text).toMatch(/<td>#2<\/td>\s*<td>1<\/td>/);
+    expect(page.text).toContain('<svg');
+  });
+});
+
 describe('access', () => {
   it.each([
     '/admin',
+    '/admin/deliveries',
     '/admin/deliveries/feedback.created%3Afb_c1',
+    '/admin/quarantine',
+    '/admin/dead-letter',
+    '/admin/api/overview',
     '/admin/api/deliveries',
     '/admin/api/deliveries/feedback.created%3Afb_c1',
     '/admin/api/no-such-endpoint',

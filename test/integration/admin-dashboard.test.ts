@@ -5,11 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { loadReceiverConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { createReceiverDeps, type ReceiverDeps } from '../../src/receiver.js';
+import { postSigned } from '../helpers/signed-request.js';
 
 const ADMIN_TOKEN = 'admin-token-3e8a41';
 const basic = `Basic ${Buffer.from(`operator:${ADMIN_TOKEN}`).toString('base64')}`;
@@ -108,5 +109,29 @@ describe('the dashboard under /admin', () => {
   it('answers 401 without the token, before anything else', async () => {
     await request(app).get('/admin/queues').expect(401);
     await request(app).put(`${api}/pause`).set('Sec-Fetch-Site', 'same-origin').expect(401);
+  });
+});
+
+describe("the console's overview, fed by the receiver's own route", () => {
+  it('counts what the route answered, shared through Redis', async () => {
+    const body = JSON.stringify({ id: 'fb_overview', title: 'Counted' });
+    await postSigned(app, body, { secret: 'admin-secret' }).expect(202);
+    await postSigned(app, body, { secret: 'admin-secret' }).expect(200);
+    await postSigned(app, body, { secret: 'not-the-secret' }).expect(401);
+    await vi.waitFor(
+      async () => {
+        const { body: overview } = await request(app)
+          .get('/admin/api/overview')
+          .set('Authorization', basic)
+          .expect(200);
+        expect(overview.stats.lastHour, 'the counts, once written').toEqual({
+          queued: 1,
+          duplicate: 1,
+          'rejected:signature_mismatch': 1,
+          'secret:0': 2,
+        });
+      },
+      { timeout: 5_000 },
+    );
   });
 });

@@ -8,18 +8,19 @@ import { groupDeadLetter } from '../../queue/dead-letter.js';
 import { sendProblem } from '../send-problem.js';
 import type { ConsoleSources } from './console-router.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
+import { readOverview } from './overview.js';
 
 const MOST_LISTED = 500;
 
 const GroupSchema = z.strictObject({ handler: z.string(), reason: z.string() });
 
-export function createAdminApi({
-  deliveryLog,
-  quarantine,
-  deliveries,
-  deadLetter,
-}: ConsoleSources): Router {
+export function createAdminApi(sources: ConsoleSources): Router {
+  const { deliveryLog, quarantine, deliveries, deadLetter } = sources;
   const api = express.Router();
+
+  api.get('/overview', async (_req, res) => {
+    res.json(await readOverview(sources));
+  });
 
   api.get('/deliveries', async (req, res) => {
     const check = readDeliveriesQuery(req.query);

@@ -33,6 +33,11 @@ th, td { text-align: left; padding: 0.4rem; border-bottom: 1px solid var(--line)
 button { padding: 0.3rem 0.8rem; cursor: pointer; }
 button.danger { color: var(--bad); }
 pre.body { padding: 0.75rem; border: 1px solid var(--line); white-space: pre-wrap; overflow-wrap: anywhere; max-height: 40rem; overflow: auto; }
+.tiles { display: flex; flex-wrap: wrap; gap: 1rem; }
+.tile { flex: 1 1 18rem; border: 1px solid var(--line); border-radius: 0.3rem; padding: 0 1rem 1rem; }
+.chart { width: 100%; height: auto; max-height: 12rem; }
+.chart rect { fill: #2563eb; }
+.chart text { font-size: 10px; fill: currentColor; }
 .byte { color: var(--bad); border: 1px dotted var(--bad); padding: 0 0.1rem; }
 @media (max-width: 40rem) {
   thead { display: none; }

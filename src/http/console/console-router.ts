@@ -4,15 +4,18 @@
  * POST here comes from the console's own pages (or from a script with the token).
  */
 import express, { type Request, type Response, type Router } from 'express';
+import type { Queue } from 'bullmq';
 import type { DeadLetter } from '../../queue/dead-letter.js';
 import { groupDeadLetter } from '../../queue/dead-letter.js';
 import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
+import type { StatsSnapshot } from '../../queue/delivery-stats.js';
 import type { Quarantine } from '../../queue/quarantine.js';
 import type { DeliveryLog } from '../../worker/delivery-log.js';
 import { sendProblem } from '../send-problem.js';
 import { createAdminApi } from './admin-api.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
+import { overviewPage, readOverview } from './overview.js';
 import type { Html } from './html.js';
 import {
   deadLetterPage,
@@ -30,6 +33,10 @@ export interface ConsoleSources {
   /** Where a replayed quarantine entry is queued. */
   readonly deliveries: DeliveryQueue;
   readonly deadLetter: DeadLetter;
+  /** The queues whose depths the overview shows. */
+  readonly queues: readonly Queue[];
+  /** What the receivers answered, per minute (see delivery-stats.ts). */
+  readStats(): Promise<StatsSnapshot>;
 }
 
 /** Most entries a quarantine or dead-letter page shows. */
@@ -43,7 +50,11 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   router.get('/assets/console.css', (_req, res) => asset(res, 'text/css', CONSOLE_CSS));
   router.get('/assets/console.js', (_req, res) => asset(res, 'text/javascript', CONSOLE_JS));
 
-  router.get('/', async (req, res) => {
+  router.get('/', async (_req, res) => {
+    page(res, 200, overviewPage(await readOverview(sources)));
+  });
+
+  router.get('/deliveries', async (req, res) => {
     const check = readDeliveriesQuery(req.query);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     page(res, 200, deliveriesPage(await deliveryLog.list(check.query), check.query));

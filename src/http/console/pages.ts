@@ -40,7 +40,8 @@ export function layout(title: string, body: Html): Html {
         <header>
           <a class="brand" href="${CONSOLE_PATH}">feedback-receiver</a>
           <nav>
-            <a href="${CONSOLE_PATH}">Deliveries</a>
+            <a href="${CONSOLE_PATH}">Overview</a>
+            <a href="${CONSOLE_PATH}/deliveries">Deliveries</a>
             <a href="${CONSOLE_PATH}/queues">Queues</a>
           </nav>
         </header>
@@ -71,7 +72,7 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
   return layout(
     'Deliveries',
     html`<h1>Deliveries</h1>
-      <form class="search" method="get" action="${CONSOLE_PATH}">
+      <form class="search" method="get" action="${CONSOLE_PATH}/deliveries">
         <input
           type="search"
           name="q"
@@ -300,7 +301,7 @@ function pager(page: DeliveryPage, query: DeliveryQuery): Html {
     if (query.state) params.set('state', query.state);
     params.set('offset', String(offset));
     params.set('limit', String(query.limit));
-    return `${CONSOLE_PATH}?${params.toString()}`;
+    return `${CONSOLE_PATH}/deliveries?${params.toString()}`;
   };
   const last = Math.min(page.total, query.offset + page.deliveries.length);
   return html`<nav class="pager">
