@@ -51,7 +51,36 @@ beforeAll(async () => {
       }),
     ],
   });
-  await env.deliver({ id: 'fb_browser_1', title: 'App crashes at checkout', rating: 1 });
+  await env.deliver({
+    id: 'fb_browser_1',
+    feedback_id: 1042,
+    project_id: 'prj_shop',
+    title: 'App crashes at checkout',
+    description: 'I tap "Pay" and the app closes. Happens every time since the update.',
+    rating: 1,
+    priority: 'Normal',
+    type: 'Bug',
+    status: 'New',
+    reporter: { name: 'Ana Costa', email: 'ana@example.com' },
+    url: 'https://shop.example.com/checkout',
+    screenshot_url: 'https://cdn.example.com/shots/1042.png',
+    console_log_url: 'https://cdn.example.com/logs/1042.json',
+    tags: [
+      { id: 't1', name: 'checkout' },
+      { id: 't2', name: 'mobile' },
+    ],
+    custom_fields: [{ id: 'cf1', name: 'Order', value: 'A-77812' }],
+    client_context: {
+      browser: 'Safari',
+      browser_version: '18.1',
+      os_name: 'iOS',
+      os_version: '18.1',
+      device_type: 'mobile',
+      screen_width: 390,
+      screen_height: 844,
+      geo: { city: 'Lisbon', region: 'Lisbon', country_code: 'PT' },
+    },
+  });
   await env.deliver({ id: 'fb_browser_2', title: 'Love it', rating: 5 });
   await env.deliver({
     id: 'fb_browser_xss',
@@ -113,6 +142,11 @@ it('finds a delivery by its feedback id, and shows the triage rule that fired', 
     expect(await page.getByText('Would send').textContent()).toContain('"priority_id":4');
     // Times read in local time, with the UTC value on hover.
     expect(await page.locator('time').first().getAttribute('title')).toMatch(/ UTC$/);
+    if (process.env.CONSOLE_SCREENSHOT) {
+      // The README's picture: CONSOLE_SCREENSHOT=docs/console.png npm run test:browser
+      await page.setViewportSize({ width: 1200, height: 800 });
+      await page.screenshot({ path: process.env.CONSOLE_SCREENSHOT, fullPage: true });
+    }
   } finally {
     await context.close();
   }

@@ -24,7 +24,8 @@ th, td { text-align: left; padding: 0.4rem; border-bottom: 1px solid var(--line)
 .empty, .meta { color: var(--muted); }
 .fields { display: grid; grid-template-columns: max-content 1fr; gap: 0.25rem 1rem; }
 .fields dt { color: var(--muted); }
-.fields dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+.fields dd { margin: 0; overflow-wrap: anywhere; }
+.text { white-space: pre-wrap; }
 .runs { padding-left: 1.2rem; }
 .pager { display: flex; gap: 1rem; margin-top: 1rem; }
 .notice { padding: 0.5rem; border: 1px solid var(--good); border-radius: 0.3rem; }

@@ -43,7 +43,13 @@ export function overviewPage(overview: Overview): Html {
       </section>
       <section>
         <h2>Deliveries per minute, last hour</h2>
-        ${perMinuteChart(stats.perMinute)}
+        ${
+          stats.perMinute.some(({ counts }) => total(counts) > 0)
+            ? perMinuteChart(stats.perMinute)
+            : html`<p class="empty">
+                No deliveries in the last hour: send one with <code>feedback-receiver send</code>.
+              </p>`
+        }
       </section>
       <section class="tiles">
         <div class="tile">

@@ -42,6 +42,8 @@ export function layout(title: string, body: Html): Html {
           <nav>
             <a href="${CONSOLE_PATH}">Overview</a>
             <a href="${CONSOLE_PATH}/deliveries">Deliveries</a>
+            <a href="${CONSOLE_PATH}/quarantine">Quarantine</a>
+            <a href="${CONSOLE_PATH}/dead-letter">Dead letter</a>
             <a href="${CONSOLE_PATH}/queues">Queues</a>
           </nav>
         </header>
@@ -273,9 +275,14 @@ function fields(rows: readonly (readonly [string, unknown])[]): Html {
     ${shown.map(
       ([name, value]) =>
         html`<dt>${name}</dt>
-          <dd>${value}</dd>`,
+          <dd>${multiline(value)}</dd>`,
     )}
   </dl>`;
+}
+
+/** Text as written, its line breaks kept; anything else as it is. */
+function multiline(value: unknown): unknown {
+  return typeof value === 'string' ? html`<span class="text">${value}</span>` : value;
 }
 
 /** A link for an http(s) URL; any other text, shown as text. */
