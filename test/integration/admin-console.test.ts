@@ -291,6 +291,37 @@ describe('the dead letter', () => {
   });
 });
 
+describe("a delivery's page", () => {
+  it('retries a failed run from the page, and comes back to say so', async () => {
+    const key = encodeURIComponent('feedback.created:fb_c3');
+    await vi.waitFor(
+      async () => {
+        const page = await request(app)
+          .get(`/admin/deliveries/${key}`)
+          .set('Authorization', bearer);
+        expect(page.text, 'the failed run with its retry button').toContain(
+          `action="/admin/deliveries/${key}/runs/picky/retry"`,
+        );
+      },
+      { timeout: 5_000 },
+    );
+    const retried = await request(app)
+      .post(`/admin/deliveries/${key}/runs/picky/retry`)
+      .set('Authorization', bearer)
+      .set('Sec-Fetch-Site', 'same-origin')
+      .expect(303);
+    expect(retried.headers.location).toBe(`/admin/deliveries/${key}?done=retried`);
+    const after = await request(app).get(retried.headers.location!).set('Authorization', bearer);
+    expect(after.text).toContain('Queued again, with all of its attempts.');
+    const gone = await request(app)
+      .post(`/admin/deliveries/${key}/runs/no-such-handler/retry`)
+      .set('Authorization', bearer)
+      .set('Sec-Fetch-Site', 'same-origin')
+      .expect(303);
+    expect(gone.headers.location).toBe(`/admin/deliveries/${key}?done=gone`);
+  });
+});
+
 describe('the overview', () => {
   it('shows what the receivers answered, the queues, and which secret matched', async () => {
     const stats = createDeliveryStats({

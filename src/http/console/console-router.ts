@@ -8,6 +8,7 @@ import type { Queue } from 'bullmq';
 import type { DeadLetter } from '../../queue/dead-letter.js';
 import { groupDeadLetter } from '../../queue/dead-letter.js';
 import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
+import { handlerRunJobId } from '../../queue/handler-runs-queue.js';
 import type { StatsSnapshot } from '../../queue/delivery-stats.js';
 import type { Quarantine } from '../../queue/quarantine.js';
 import type { DeliveryLog } from '../../worker/delivery-log.js';
@@ -19,6 +20,7 @@ import { overviewPage, readOverview } from './overview.js';
 import type { Html } from './html.js';
 import {
   deadLetterPage,
+  notice,
   NOTICES,
   quarantineEntryPage,
   quarantinePage,
@@ -62,8 +64,14 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
 
   router.get('/deliveries/:key', async (req, res) => {
     const delivery = await deliveryLog.get(req.params.key);
-    if (delivery) page(res, 200, deliveryPage(delivery));
+    if (delivery) page(res, 200, deliveryPage(delivery, notice(noticeOf(req))));
     else page(res, 404, notFoundPage(req.params.key));
+  });
+
+  router.post('/deliveries/:key/runs/:handler/retry', async (req, res) => {
+    const { key, handler } = req.params;
+    const retried = await deadLetter.retry(handlerRunJobId(key, handler));
+    afterAction(res, `deliveries/${encodeURIComponent(key)}`, retried ? 'retried' : 'gone');
   });
 
   router.get('/quarantine', async (req, res) => {

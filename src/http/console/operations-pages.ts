@@ -19,7 +19,7 @@ export const NOTICES = {
 } as const;
 export type Notice = keyof typeof NOTICES;
 
-function notice(name: Notice | undefined): Html | string {
+export function notice(name: Notice | undefined): Html | string {
   return name ? html`<p class="notice" role="status">${NOTICES[name]}</p>` : '';
 }
 

@@ -115,13 +115,14 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
   );
 }
 
-export function deliveryPage(delivery: DeliveryView): Html {
+export function deliveryPage(delivery: DeliveryView, done?: Html | string): Html {
   const { record } = delivery;
   const context = record.client_context;
   const geo = context?.geo;
   return layout(
     record.title || record.id,
     html`<h1>${record.title || record.id}</h1>
+      ${done ?? ''}
       <p class="meta">
         ${state(delivery.state)} · received ${time(delivery.receivedAt)} ·
         <code>${delivery.key}</code>
@@ -133,7 +134,7 @@ export function deliveryPage(delivery: DeliveryView): Html {
           delivery.runs.length === 0
             ? html`<p class="empty">No handler has run it yet.</p>`
             : html`<ul class="runs">
-                ${delivery.runs.map(runItem)}
+                ${delivery.runs.map((run) => runItem(delivery.key, run))}
               </ul>`
         }
       </section>
@@ -236,13 +237,23 @@ function runBadge(run: RunView): Html {
   >`;
 }
 
-function runItem(run: RunView): Html {
+function runItem(key: string, run: RunView): Html {
   const triage = triageResult(run.result);
   return html`<li class="run-${run.state}">
     <strong>${run.handler}</strong> ${run.state}
     ${run.attempts ? html`after ${run.attempts} attempt(s)` : ''}
     ${run.finishedAt ? html`at ${time(run.finishedAt)}` : ''}
     ${run.reason ? html`<p class="error">${run.reason}</p>` : ''}
+    ${
+      run.state === 'failed' && run.runId
+        ? html`<form
+            method="post"
+            action="${deliveryHref(key)}/runs/${encodeURIComponent(run.handler)}/retry"
+          >
+            <button type="submit">Retry with all its attempts</button>
+          </form>`
+        : ''
+    }
     ${
       triage
         ? html`<p>
