@@ -140,7 +140,11 @@ export function createWebhookRouter(
     metrics?.secretMatches.inc({ index: String(check.secretIndex) });
     stats?.secretMatched(check.secretIndex);
     const deliveryId = scheme.deliveryId(header);
-    const outcome = interpretPayload(body, { deliveryId, receivedAt: new Date(receivedAt) });
+    const outcome = interpretPayload(body, {
+      deliveryId,
+      receivedAt: new Date(receivedAt),
+      receipt: { scheme: scheme.name, secretIndex: check.secretIndex },
+    });
     const signed = { secretIndex: check.secretIndex };
     try {
       switch (outcome.kind) {

@@ -16,6 +16,15 @@ export interface Delivery {
   /** When the receiver accepted it, ISO 8601 UTC. */
   readonly receivedAt: string;
   readonly record: FeedbackRecord;
+  /** How the receiver accepted it; absent for a delivery replayed from the quarantine. */
+  readonly receipt?: DeliveryReceipt | undefined;
+}
+
+export interface DeliveryReceipt {
+  /** The signature scheme that verified it. */
+  readonly scheme: string;
+  /** The position of the secret that matched (0: the first in WEBHOOK_SECRET). */
+  readonly secretIndex: number;
 }
 
 /**
@@ -39,6 +48,7 @@ const DeliverySchema = z.object({
       RECORD_ID.safeParse((value as { id?: unknown }).id).success,
     { message: 'expected a feedback record: an object with an id' },
   ),
+  receipt: z.object({ scheme: z.string(), secretIndex: z.number().int().min(0) }).optional(),
 });
 
 export type DeliveryCheck =
@@ -78,6 +88,8 @@ export interface InterpretOptions {
   /** The sender's id for this delivery (Standard Webhooks' `webhook-id`), if it has one. */
   readonly deliveryId?: string | undefined;
   readonly receivedAt: Date;
+  /** How the receiver accepted the body, kept with the delivery. */
+  readonly receipt?: DeliveryReceipt | undefined;
 }
 
 // JSON must be UTF-8 (RFC 8259); invalid bytes make the body unparseable rather than being
@@ -117,6 +129,7 @@ export function interpretPayload(body: Uint8Array, options: InterpretOptions): I
       event,
       receivedAt: options.receivedAt.toISOString(),
       record,
+      ...(options.receipt ? { receipt: options.receipt } : {}),
     },
   };
 }

@@ -25,6 +25,8 @@ export interface RunView {
   /** Why it failed for good. */
   readonly reason?: string;
   readonly attempts?: number;
+  /** When its last attempt started, ISO 8601 UTC (runs with a job of their own). */
+  readonly startedAt?: string;
   /** When it finished, ISO 8601 UTC. */
   readonly finishedAt?: string;
 }
@@ -32,6 +34,12 @@ export interface RunView {
 export interface DeliveryView {
   readonly key: string;
   readonly receivedAt: string;
+  /** How the receiver accepted it: the signature scheme and the secret position that matched. */
+  readonly receipt?: Delivery['receipt'];
+  /** When it was queued, when a worker took it, and when routing it was done. */
+  readonly queuedAt: string;
+  readonly takenAt?: string;
+  readonly routedAt?: string;
   readonly record: Delivery['record'];
   readonly state: DeliveryState;
   /** Why routing failed, for a delivery no handler saw. */
@@ -99,14 +107,24 @@ export function createDeliveryLog(
     state: JobState,
     delivery: Delivery,
   ): Promise<DeliveryView> {
-    const base = { key: delivery.key, receivedAt: delivery.receivedAt, record: delivery.record };
+    const base = {
+      key: delivery.key,
+      receivedAt: delivery.receivedAt,
+      record: delivery.record,
+      ...(delivery.receipt ? { receipt: delivery.receipt } : {}),
+      queuedAt: iso(job.timestamp),
+      ...(job.processedOn ? { takenAt: iso(job.processedOn) } : {}),
+      ...(state === 'completed' && job.finishedOn ? { routedAt: iso(job.finishedOn) } : {}),
+    };
     if (state === 'failed') return { ...base, state: 'failed', reason: job.failedReason, runs: [] };
     if (state !== 'completed') {
       return { ...base, state: state === 'active' ? 'running' : 'waiting', runs: [] };
     }
     const routing = job.returnvalue as RoutingResult | undefined;
     const runs = await Promise.all(
-      (routing?.handlers ?? []).map((handler) => runOf(delivery.key, handler, routing)),
+      (routing?.handlers ?? []).map((handler) =>
+        runOf(delivery.key, handler, routing, base.routedAt),
+      ),
     );
     return { ...base, state: stateOf(runs), runs };
   }
@@ -115,10 +133,19 @@ export function createDeliveryLog(
     key: string,
     handler: string,
     routing: RoutingResult | undefined,
+    routedAt: string | undefined,
   ): Promise<RunView> {
     const summary = routing?.runs[handler];
-    if (summary?.outcome === 'completed')
-      return { handler, state: 'completed', result: summary.result };
+    if (summary?.outcome === 'completed') {
+      // Its one attempt was made while routing, which ended after it.
+      return {
+        handler,
+        state: 'completed',
+        result: summary.result,
+        attempts: 1,
+        ...(routedAt ? { finishedAt: routedAt } : {}),
+      };
+    }
     const runId = handlerRunJobId(key, handler);
     const job = await handlerRuns.getJob(runId);
     // No job: run in an earlier routing of the same delivery ('done before'), or gone since.
@@ -133,7 +160,8 @@ export function createDeliveryLog(
       attempts: job.attemptsMade,
       ...(jobState === 'completed' ? { result: job.returnvalue } : {}),
       ...(jobState === 'failed' ? { reason: job.failedReason } : {}),
-      ...(finished && job.finishedOn ? { finishedAt: new Date(job.finishedOn).toISOString() } : {}),
+      ...(job.processedOn ? { startedAt: iso(job.processedOn) } : {}),
+      ...(finished && job.finishedOn ? { finishedAt: iso(job.finishedOn) } : {}),
     };
   }
 
@@ -189,6 +217,11 @@ export function createDeliveryLog(
       return view(job, (await job.getState()) as JobState, read.delivery);
     },
   };
+}
+
+/** A BullMQ time (milliseconds) as ISO 8601 UTC. */
+function iso(time: number): string {
+  return new Date(time).toISOString();
 }
 
 function stateOf(runs: readonly RunView[]): DeliveryState {

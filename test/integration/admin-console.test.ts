@@ -305,6 +305,24 @@ describe("a delivery's page", () => {
       },
       { timeout: 5_000 },
     );
+    const before = await request(app).get(`/admin/deliveries/${key}`).set('Authorization', bearer);
+    const timeline = /<ol class="timeline">([\s\S]*?)<\/ol>/.exec(before.text)?.[1] ?? '';
+    const steps = [...timeline.matchAll(/<li>([\s\S]*?)<\/li>/g)].map(([, item]) =>
+      item!
+        .replace(/<[^>]+>/g, '')
+        .replace(/\s+/g, ' ')
+        .trim(),
+    );
+    const what = steps.map((step) => step.replace(/^\S+ /, '')); // without the time
+    expect(what.slice(0, 3)).toEqual(['received', 'queued', 'taken by a worker']);
+    // Routing, and the runs it made: the same moment, in an order the clock decides.
+    expect(what.slice(3).sort()).toEqual([
+      'auto-triage completed after 1 attempt(s)',
+      expect.stringMatching(
+        /^picky failed after 1 attempt\(s\), its last attempt took \d+ ms: picky refused it$/,
+      ),
+      'routed to auto-triage, picky',
+    ]);
     const retried = await request(app)
       .post(`/admin/deliveries/${key}/runs/picky/retry`)
       .set('Authorization', bearer)

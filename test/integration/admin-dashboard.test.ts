@@ -133,5 +133,17 @@ describe("the console's overview, fed by the receiver's own route", () => {
       },
       { timeout: 5_000 },
     );
+    // The delivery keeps how it was accepted, and its page says so in its timeline.
+    const key = encodeURIComponent('feedback.created:fb_overview');
+    const { body: delivery } = await request(app)
+      .get(`/admin/api/deliveries/${key}`)
+      .set('Authorization', basic)
+      .expect(200);
+    expect(delivery).toMatchObject({
+      receipt: { scheme: 'hmac-sha256', secretIndex: 0 },
+      queuedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    const page = await request(app).get(`/admin/deliveries/${key}`).set('Authorization', basic);
+    expect(page.text).toContain('received, signed (hmac-sha256) with secret #1');
   });
 });

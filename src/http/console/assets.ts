@@ -26,7 +26,8 @@ th, td { text-align: left; padding: 0.4rem; border-bottom: 1px solid var(--line)
 .fields dt { color: var(--muted); }
 .fields dd { margin: 0; overflow-wrap: anywhere; }
 .text { white-space: pre-wrap; }
-.runs { padding-left: 1.2rem; }
+.runs, .timeline { padding-left: 1.2rem; }
+.timeline time { color: var(--muted); margin-right: 0.3rem; }
 .pager { display: flex; gap: 1rem; margin-top: 1rem; }
 .notice { padding: 0.5rem; border: 1px solid var(--good); border-radius: 0.3rem; }
 .actions { display: flex; gap: 0.5rem; margin: 1rem 0; }

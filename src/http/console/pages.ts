@@ -129,6 +129,10 @@ export function deliveryPage(delivery: DeliveryView, done?: Html | string): Html
       </p>
       ${delivery.reason ? html`<p class="error">${delivery.reason}</p>` : ''}
       <section>
+        <h2>Timeline</h2>
+        ${timeline(delivery)}
+      </section>
+      <section>
         <h2>Handlers</h2>
         ${
           delivery.runs.length === 0
@@ -235,6 +239,52 @@ function runBadge(run: RunView): Html {
   return html`<span class="run run-${run.state}" title="${run.reason ?? run.state}"
     >${run.handler}: ${run.state}</span
   >`;
+}
+
+/** What happened to the delivery, in order, from what the queues keep. */
+function timeline(delivery: DeliveryView): Html {
+  const { receipt } = delivery;
+  const events: { at: string; what: Html | string }[] = [
+    {
+      at: delivery.receivedAt,
+      what: receipt
+        ? `received, signed (${receipt.scheme}) with secret #${receipt.secretIndex + 1}`
+        : 'received',
+    },
+    { at: delivery.queuedAt, what: 'queued' },
+  ];
+  if (delivery.takenAt) events.push({ at: delivery.takenAt, what: 'taken by a worker' });
+  if (delivery.routedAt) {
+    events.push({
+      at: delivery.routedAt,
+      what: `routed to ${delivery.runs.map((run) => run.handler).join(', ') || 'no handler'}`,
+    });
+  }
+  for (const run of delivery.runs) {
+    if (run.startedAt && run.state !== 'completed' && run.state !== 'failed') {
+      events.push({
+        at: run.startedAt,
+        what: `${run.handler}: attempt ${(run.attempts ?? 0) + 1} started`,
+      });
+    }
+    if (run.finishedAt) {
+      const took =
+        run.startedAt && run.runId
+          ? `, its last attempt took ${Date.parse(run.finishedAt) - Date.parse(run.startedAt)} ms`
+          : '';
+      events.push({
+        at: run.finishedAt,
+        what: html`${run.handler} ${run.state} after ${run.attempts ?? 1}
+        attempt(s)${took}${run.reason ? html`: <span class="error">${run.reason}</span>` : ''}`,
+      });
+    }
+  }
+  events.sort((a, b) => a.at.localeCompare(b.at));
+  const waiting = delivery.runs.filter((run) => run.state === 'pending');
+  return html`<ol class="timeline">
+    ${events.map(({ at, what }) => html`<li>${time(at)} ${what}</li>`)}
+    ${waiting.map((run) => html`<li>${run.handler}: waiting for its next attempt</li>`)}
+  </ol>`;
 }
 
 function runItem(key: string, run: RunView): Html {

@@ -9,6 +9,16 @@ const receivedAt = new Date('2026-11-22T10:00:00.000Z');
 const bytes = (value: unknown) => Buffer.from(JSON.stringify(value));
 
 describe('interpretPayload', () => {
+  it('keeps how the receiver accepted it, when told', () => {
+    const receipt = { scheme: 'hmac-sha256', secretIndex: 1 };
+    const outcome = interpretPayload(bytes({ id: 'fb_r' }), { receivedAt, receipt });
+    expect(outcome).toMatchObject({ kind: 'delivery', delivery: { receipt } });
+    expect(readDelivery((outcome as { delivery: unknown }).delivery)).toMatchObject({
+      ok: true,
+      delivery: { receipt },
+    });
+  });
+
   it('reads a bare record as a feedback.created keyed by event and record id', () => {
     const outcome = interpretPayload(bytes({ id: 'fb_1', title: 'Hi' }), { receivedAt });
     expect(outcome).toEqual({
