@@ -176,7 +176,16 @@ describe('the console pages', () => {
       .get('/admin/deliveries?q=nothing-like-this')
       .set('Authorization', bearer);
     expect(none.text).toContain('No delivery matches among the newest 4.');
-    await request(app).get('/admin/deliveries/nope').set('Authorization', bearer).expect(404);
+    const missing = await request(app)
+      .get('/admin/deliveries/nope')
+      .set('Authorization', bearer)
+      .expect(404);
+    expect(missing.text).toContain('No delivery <code>nope</code> is kept.');
+    const entry = await request(app)
+      .get('/admin/quarantine/q-nope')
+      .set('Authorization', bearer)
+      .expect(404);
+    expect(entry.text).toContain('No quarantine entry <code>q-nope</code> is kept.');
   });
 });
 

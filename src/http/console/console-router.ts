@@ -65,7 +65,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   router.get('/deliveries/:key', async (req, res) => {
     const delivery = await deliveryLog.get(req.params.key);
     if (delivery) page(res, 200, deliveryPage(delivery, notice(noticeOf(req))));
-    else page(res, 404, notFoundPage(req.params.key));
+    else page(res, 404, notFoundPage('delivery', req.params.key));
   });
 
   router.post('/deliveries/:key/runs/:handler/retry', async (req, res) => {
@@ -85,7 +85,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   router.get('/quarantine/:id', async (req, res) => {
     const entry = await quarantine.get(req.params.id);
     if (entry) page(res, 200, quarantineEntryPage(entry));
-    else page(res, 404, notFoundPage(req.params.id));
+    else page(res, 404, notFoundPage('quarantine entry', req.params.id));
   });
 
   router.post('/quarantine/:id/replay', async (req, res) => {

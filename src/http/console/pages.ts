@@ -213,13 +213,18 @@ export function deliveryPage(delivery: DeliveryView, done?: Html | string): Html
   );
 }
 
-export function notFoundPage(key: string): Html {
+/** A delivery, or a quarantine entry, that is not kept (or never was). */
+export function notFoundPage(what: 'delivery' | 'quarantine entry', id: string): Html {
   return layout(
     'Not found',
     html`<h1>Not found</h1>
       <p class="empty">
-        No delivery <code>${key}</code> is kept. Completed deliveries are kept for
-        COMPLETED_JOB_RETENTION_SECONDS, failed ones 7 days.
+        No ${what} <code>${id}</code> is kept.
+        ${
+          what === 'delivery'
+            ? 'Completed deliveries are kept for COMPLETED_JOB_RETENTION_SECONDS, failed ones 7 days.'
+            : 'A replayed or deleted entry leaves the quarantine.'
+        }
       </p>`,
   );
 }
