@@ -60,7 +60,7 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
       ? {
           token: config.adminToken,
           queues: [deliveries.queue, handlerRuns],
-          console: {
+          deliveryConsole: {
             deliveryLog: createDeliveryLog(deliveries.queue, handlerRuns),
             quarantine,
             deliveries,

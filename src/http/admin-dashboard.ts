@@ -24,10 +24,14 @@ export interface AdminDashboardOptions {
   readonly token: string;
   readonly queues: readonly Queue[];
   /** What the delivery console at /admin reads and acts on. */
-  readonly console: ConsoleSources;
+  readonly deliveryConsole: ConsoleSources;
 }
 
-export function createAdminRouter({ token, queues, console }: AdminDashboardOptions): Router {
+export function createAdminRouter({
+  token,
+  queues,
+  deliveryConsole,
+}: AdminDashboardOptions): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   createBullBoard({
@@ -40,7 +44,7 @@ export function createAdminRouter({ token, queues, console }: AdminDashboardOpti
   router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
   router.use(ADMIN_PATH, serverAdapter.getRouter() as Router);
-  router.use(CONSOLE_PATH, createConsoleRouter(console));
+  router.use(CONSOLE_PATH, createConsoleRouter(deliveryConsole));
   return router;
 }
 

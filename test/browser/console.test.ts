@@ -96,7 +96,7 @@ beforeAll(async () => {
     createAdminRouter({
       token: TOKEN,
       queues: [env.deliveries, worker.handlerRuns],
-      console: {
+      deliveryConsole: {
         deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
         quarantine: env.quarantine,
         deliveries: env.producer,

@@ -64,7 +64,7 @@ beforeAll(async () => {
     createAdminRouter({
       token: TOKEN,
       queues: [env.deliveries, worker.handlerRuns],
-      console: {
+      deliveryConsole: {
         deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
         quarantine: env.quarantine,
         deliveries: env.producer,
