@@ -42,7 +42,8 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
   const queues = openProducerQueues(config, logger, config.ackReplicas);
   const { connection, writes, deliveries, handlerRuns } = queues;
   const metrics = createMetrics();
-  metrics.watchQueues([deliveries.queue, handlerRuns]);
+  const watched = [deliveries.queue, handlerRuns];
+  metrics.watchQueues(watched);
   const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
   const stats = createDeliveryStats({ connection, prefix: config.queuePrefix, logger });
   let draining = false;
@@ -59,13 +60,13 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     admin: config.adminToken
       ? {
           token: config.adminToken,
-          queues: [deliveries.queue, handlerRuns],
+          queues: watched,
           deliveryConsole: {
             deliveryLog: createDeliveryLog(deliveries.queue, handlerRuns),
             quarantine,
             deliveries,
             deadLetter: createDeadLetter(handlerRuns, deliveries.queue),
-            queues: [deliveries.queue, handlerRuns],
+            queues: watched,
             readStats: () => readDeliveryStats(connection, config.queuePrefix),
           },
         }

@@ -4,16 +4,12 @@
  * fired; a record written to attack the page renders as text and runs nothing.
  */
 import { UnrecoverableError } from 'bullmq';
-import express from 'express';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { createAdminRouter } from '../../src/http/admin-dashboard.js';
-import { createDeadLetter } from '../../src/queue/dead-letter.js';
-import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
-import { createDeliveryLog } from '../../src/worker/delivery-log.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
+import { createTestAdminApp } from '../helpers/admin-app.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 import { launchChromium, serveOnLoopback } from '../helpers/browser.js';
 
@@ -92,20 +88,7 @@ beforeAll(async () => {
   await env.deliver({ id: 'fb_browser_dead', title: 'Needs the team', rating: 4 });
   await env.completedRuns(7);
   await env.failedRuns(1);
-  const app = express().use(
-    createAdminRouter({
-      token: TOKEN,
-      queues: [env.deliveries, worker.handlerRuns],
-      deliveryConsole: {
-        deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
-        quarantine: env.quarantine,
-        deliveries: env.producer,
-        deadLetter: createDeadLetter(worker.handlerRuns, env.deliveries),
-        queues: [env.deliveries, worker.handlerRuns],
-        readStats: () => readDeliveryStats(env.connection, env.prefix),
-      },
-    }),
-  );
+  const app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
   served = await serveOnLoopback(app);
   url = served.url;
   browser = await launchChromium();

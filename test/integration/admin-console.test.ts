@@ -4,19 +4,16 @@
  * token on every route, and hostile record content rendered as text.
  */
 import { UnrecoverableError } from 'bullmq';
-import express, { type Express } from 'express';
+import type { Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createAdminRouter } from '../../src/http/admin-dashboard.js';
-import { createDeadLetter } from '../../src/queue/dead-letter.js';
-import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
 import { createLogger } from '../../src/logger.js';
 import { createDeliveryStats } from '../../src/queue/delivery-stats.js';
-import { createDeliveryLog } from '../../src/worker/delivery-log.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
+import { createTestAdminApp } from '../helpers/admin-app.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
 const TOKEN = 'console-token-5d2c9e';
@@ -60,20 +57,7 @@ beforeAll(async () => {
   for (const record of records) await env.deliver(record);
   await env.completedRuns(7);
   await env.failedRuns(1);
-  app = express().use(
-    createAdminRouter({
-      token: TOKEN,
-      queues: [env.deliveries, worker.handlerRuns],
-      deliveryConsole: {
-        deliveryLog: createDeliveryLog(env.deliveries, worker.handlerRuns),
-        quarantine: env.quarantine,
-        deliveries: env.producer,
-        deadLetter: createDeadLetter(worker.handlerRuns, env.deliveries),
-        queues: [env.deliveries, worker.handlerRuns],
-        readStats: () => readDeliveryStats(env.connection, env.prefix),
-      },
-    }),
-  );
+  app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
 }, 30_000);
 
 afterAll(() => env?.close());

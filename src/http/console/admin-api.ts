@@ -4,13 +4,10 @@
  */
 import express, { type Router } from 'express';
 import { z } from 'zod';
-import { groupDeadLetter } from '../../queue/dead-letter.js';
 import { sendProblem } from '../send-problem.js';
 import type { ConsoleSources } from './console-router.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
-import { readOverview } from './overview.js';
-
-const MOST_LISTED = 500;
+import { readDeadLetter, readOverview, readQuarantine } from './overview.js';
 
 const GroupSchema = z.strictObject({ handler: z.string(), reason: z.string() });
 
@@ -36,11 +33,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
   });
 
   api.get('/quarantine', async (_req, res) => {
-    const [entries, total] = await Promise.all([
-      quarantine.list({ limit: MOST_LISTED }),
-      quarantine.count(),
-    ]);
-    res.json({ entries, total });
+    res.json(await readQuarantine(sources));
   });
 
   api.get('/quarantine/:id', async (req, res) => {
@@ -62,11 +55,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
   });
 
   api.get('/dead-letter', async (_req, res) => {
-    const [entries, total] = await Promise.all([
-      deadLetter.list({ limit: MOST_LISTED }),
-      deadLetter.count(),
-    ]);
-    res.json({ groups: groupDeadLetter(entries), total });
+    res.json(await readDeadLetter(sources));
   });
 
   api.post('/dead-letter/retry', express.json({ limit: '16kb' }), async (req, res) => {

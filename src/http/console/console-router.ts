@@ -6,7 +6,6 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { Queue } from 'bullmq';
 import type { DeadLetter } from '../../queue/dead-letter.js';
-import { groupDeadLetter } from '../../queue/dead-letter.js';
 import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
 import { handlerRunJobId } from '../../queue/handler-runs-queue.js';
 import type { StatsSnapshot } from '../../queue/delivery-stats.js';
@@ -16,7 +15,7 @@ import { sendProblem } from '../send-problem.js';
 import { createAdminApi } from './admin-api.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
-import { overviewPage, readOverview } from './overview.js';
+import { overviewPage, readDeadLetter, readOverview, readQuarantine } from './overview.js';
 import type { Html } from './html.js';
 import {
   deadLetterPage,
@@ -40,9 +39,6 @@ export interface ConsoleSources {
   /** What the receivers answered, per minute (see delivery-stats.ts). */
   readStats(): Promise<StatsSnapshot>;
 }
-
-/** Most entries a quarantine or dead-letter page shows. */
-const MOST_SHOWN = 500;
 
 export function createConsoleRouter(sources: ConsoleSources): Router {
   const { deliveryLog, quarantine, deliveries, deadLetter } = sources;
@@ -75,10 +71,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   });
 
   router.get('/quarantine', async (req, res) => {
-    const [entries, total] = await Promise.all([
-      quarantine.list({ limit: MOST_SHOWN }),
-      quarantine.count(),
-    ]);
+    const { entries, total } = await readQuarantine(sources);
     page(res, 200, quarantinePage(entries, total, noticeOf(req)));
   });
 
@@ -100,11 +93,8 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   });
 
   router.get('/dead-letter', async (req, res) => {
-    const [entries, total] = await Promise.all([
-      deadLetter.list({ limit: MOST_SHOWN }),
-      deadLetter.count(),
-    ]);
-    page(res, 200, deadLetterPage(groupDeadLetter(entries), total, noticeOf(req)));
+    const { groups, total } = await readDeadLetter(sources);
+    page(res, 200, deadLetterPage(groups, total, noticeOf(req)));
   });
 
   router.post(

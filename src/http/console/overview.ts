@@ -3,7 +3,9 @@
  * minute over the hour, the depths of the queues and the dead letter, and which secret position
  * signatures match (so an operator sees when an old secret can go).
  */
+import { groupDeadLetter, type DeadLetterGroup } from '../../queue/dead-letter.js';
 import type { Counts, StatsSnapshot } from '../../queue/delivery-stats.js';
+import type { QuarantineSummary } from '../../queue/quarantine.js';
 import type { ConsoleSources } from './console-router.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout } from './pages.js';
@@ -13,6 +15,31 @@ export interface Overview {
   readonly queues: readonly { readonly name: string; readonly counts: Counts }[];
   readonly deadLetter: number;
   readonly quarantine: number;
+}
+
+/** Most entries the quarantine and dead-letter pages (and their API) show. */
+const MOST_SHOWN = 500;
+
+/** The newest quarantine entries, and how many there are in all. */
+export async function readQuarantine(
+  sources: ConsoleSources,
+): Promise<{ entries: QuarantineSummary[]; total: number }> {
+  const [entries, total] = await Promise.all([
+    sources.quarantine.list({ limit: MOST_SHOWN }),
+    sources.quarantine.count(),
+  ]);
+  return { entries, total };
+}
+
+/** The newest failed runs by handler and reason, and how many there are in all. */
+export async function readDeadLetter(
+  sources: ConsoleSources,
+): Promise<{ groups: DeadLetterGroup[]; total: number }> {
+  const [entries, total] = await Promise.all([
+    sources.deadLetter.list({ limit: MOST_SHOWN }),
+    sources.deadLetter.count(),
+  ]);
+  return { groups: groupDeadLetter(entries), total };
 }
 
 export async function readOverview(sources: ConsoleSources): Promise<Overview> {
