@@ -14,6 +14,7 @@ export const ERROR_CODES = {
   JOB_CHANGE_REFUSED: { status: 403, title: 'Adding or editing jobs refused' },
   PAYLOAD_INVALID: { status: 422, title: 'Payload invalid' },
   NOT_FOUND: { status: 404, title: 'Not found' },
+  RUN_NOT_COMPLETED: { status: 409, title: 'Run not completed' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   QUEUE_UNAVAILABLE: { status: 503, title: 'Queue unavailable' },
   QUEUE_NOT_REPLICATED: { status: 503, title: 'Queue not replicated' },

@@ -11,7 +11,8 @@ import { createApp, type AppDeps } from './http/app.js';
 import { answerClientError } from './http/client-error.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
+import { keepCompletedFor, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
+import { HANDLER_RUN_RETENTION } from './queue/handler-runs-queue.js';
 import { createDeadLetter } from './queue/dead-letter.js';
 import { createDeliveryStats, readDeliveryStats } from './queue/delivery-stats.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
@@ -19,6 +20,7 @@ import { openProducerQueues } from './queue/producer-queues.js';
 import { redisAnswers, waitForRedis, type RedisConnection } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
 import { createDeliveryLog } from './worker/delivery-log.js';
+import { createRunAgain } from './worker/run-again.js';
 
 export interface ReceiverDeps extends AppDeps {
   readonly connection: RedisConnection;
@@ -62,10 +64,21 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
           token: config.adminToken,
           queues: watched,
           deliveryConsole: {
-            deliveryLog: createDeliveryLog(deliveries.queue, handlerRuns),
+            deliveryLog: createDeliveryLog(deliveries.queue, handlerRuns, quarantine),
             quarantine,
             deliveries,
             deadLetter: createDeadLetter(handlerRuns, deliveries.queue),
+            runAgain: createRunAgain({
+              deliveries: deliveries.queue,
+              handlerRuns,
+              connection,
+              prefix: config.queuePrefix,
+              dedupeTtlSeconds: config.dedupeTtlSeconds,
+              retention: keepCompletedFor(
+                HANDLER_RUN_RETENTION,
+                config.completedJobRetentionSeconds,
+              ),
+            }),
             queues: watched,
             readStats: () => readDeliveryStats(connection, config.queuePrefix),
           },

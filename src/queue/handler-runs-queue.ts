@@ -4,7 +4,7 @@
  * handler is retried without re-running the others, and its failed jobs are the dead letter.
  * How a run moves through it is in src/worker/runs.ts and docs/runs.md.
  */
-import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
 import type { JobRetention } from './deliveries-queue.js';
 
@@ -16,8 +16,27 @@ export const HANDLER_RUNS_QUEUE = 'handler-runs';
  */
 export const RUN_BACKOFF_TYPE = 'handler-backoff';
 
+/** One attempt of a run, kept for the console: its start, how long it took, and what came of it. */
+export interface AttemptRecord {
+  /** 1 for the first. */
+  readonly attempt: number;
+  /** The handler's attempts when it was made: attempt 2 of 8. */
+  readonly of: number;
+  /** ISO 8601 UTC. */
+  readonly startedAt: string;
+  readonly ms: number;
+  readonly outcome: 'completed' | 'retrying' | 'delayed' | 'failed' | 'interrupted';
+  /** What the handler threw. */
+  readonly error?: string;
+}
+
 export interface HandlerRunData {
   readonly delivery: Delivery;
+  /**
+   * The first attempt, made while routing, that did not complete the run. Kept when the job
+   * forgets how it got here, so the console can show it; later attempts are the job's logs.
+   */
+  readonly firstAttempt?: AttemptRecord;
   /** 1 when the routing job made the run's first attempt and it is to be retried. */
   readonly attemptsBefore?: number;
   /**
@@ -28,6 +47,9 @@ export interface HandlerRunData {
 }
 
 /** Failed runs are the dead letter, so they are kept longer than finished deliveries. */
+/** Most attempt records a run's job keeps: rate-limit waits do not spend attempts, so cap them. */
+export const MOST_ATTEMPT_RECORDS = 100;
+
 export const HANDLER_RUN_RETENTION: JobRetention = {
   removeOnComplete: { age: 24 * 60 * 60, count: 10_000 },
   removeOnFail: { age: 30 * 24 * 60 * 60, count: 100_000 },
@@ -75,9 +97,40 @@ export async function addHandlerRun(
     deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
     attempts,
     backoff: { type: RUN_BACKOFF_TYPE },
+    keepLogs: MOST_ATTEMPT_RECORDS,
     ...(delayMs > 0 ? { delay: delayMs } : {}),
   };
   await queue.add(handler, { delivery, ...data }, opts);
+}
+
+/** Writes an attempt's record as a line of its run's job's logs. */
+export async function logAttempt(job: Job<HandlerRunData>, record: AttemptRecord): Promise<void> {
+  await job.log(JSON.stringify(record));
+}
+
+/** The attempt records of a run's job: its first attempt's, then its logs' (older ones unread). */
+export async function readAttempts(
+  queue: Queue<HandlerRunData>,
+  job: Job<HandlerRunData>,
+): Promise<AttemptRecord[]> {
+  const { logs } = await queue.getJobLogs(job.id!, 0, MOST_ATTEMPT_RECORDS - 1);
+  const logged = logs.flatMap((line) => {
+    const record = parseAttempt(line);
+    return record ? [record] : [];
+  });
+  return job.data.firstAttempt ? [job.data.firstAttempt, ...logged] : logged;
+}
+
+function parseAttempt(line: string): AttemptRecord | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    const record = value as Partial<AttemptRecord> | null;
+    return typeof record?.attempt === 'number' && typeof record.startedAt === 'string'
+      ? (record as AttemptRecord)
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Whether a run of this id has been queued (within the deduplication TTL). */

@@ -50,6 +50,11 @@ export interface Quarantine {
   /** Newest first. */
   list(options?: { offset?: number; limit?: number }): Promise<QuarantineSummary[]>;
   count(): Promise<number>;
+  /**
+   * The entries among the newest `within` whose id, delivery id or body (read as UTF-8) holds
+   * `text`, ignoring case; newest first.
+   */
+  search(text: string, within: number): Promise<QuarantineSummary[]>;
   get(id: string): Promise<QuarantineEntry | undefined>;
   delete(id: string): Promise<boolean>;
   /**
@@ -117,6 +122,25 @@ export function createQuarantine({
     },
 
     count: () => connection.zcard(indexKey),
+
+    async search(text, within) {
+      const wanted = text.toLowerCase();
+      const ids = await connection.zrevrange(indexKey, 0, within - 1);
+      const pipeline = connection.pipeline();
+      for (const id of ids) pipeline.hmgetBuffer(entryKey(id), 'meta', 'body');
+      const results = (await pipeline.exec()) ?? [];
+      return ids.flatMap((id, index) => {
+        const [error, fields] = results[index] ?? [];
+        if (error) throw error;
+        const [meta, body] = (fields ?? []) as (Buffer | null)[];
+        if (!meta || !body) return [];
+        const stored = JSON.parse(meta.toString('utf8')) as StoredMeta;
+        const haystack = [id, stored.deliveryId ?? '', body.toString('utf8')];
+        return haystack.some((field) => field.toLowerCase().includes(wanted))
+          ? [{ id, ...stored }]
+          : [];
+      });
+    },
 
     async get(id) {
       const [meta, body] = await connection.hmgetBuffer(entryKey(id), 'meta', 'body');

@@ -7,13 +7,26 @@
  */
 import type { Job, Queue } from 'bullmq';
 import { findDelivery } from '../queue/deliveries-queue.js';
-import { handlerRunJobId, type HandlerRunData } from '../queue/handler-runs-queue.js';
+import {
+  handlerRunJobId,
+  readAttempts,
+  type AttemptRecord,
+  type HandlerRunData,
+} from '../queue/handler-runs-queue.js';
+import type { Quarantine, QuarantineSummary } from '../queue/quarantine.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import type { RoutingResult } from './runs.js';
 
 /** Where a delivery stands: not taken yet, being handled, handled, or some handler failed. */
 export const DELIVERY_STATES = ['waiting', 'running', 'done', 'failed'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+/** What a list can be filtered by: a state, or the deliveries kept in the quarantine instead. */
+export const DELIVERY_FILTERS = [...DELIVERY_STATES, 'quarantined'] as const;
+export type DeliveryFilter = (typeof DELIVERY_FILTERS)[number];
+
+/** A signed delivery that could not be read, listed under the `quarantined` filter. */
+export type QuarantinedDelivery = QuarantineSummary & { readonly state: 'quarantined' };
 
 export interface RunView {
   readonly handler: string;
@@ -25,6 +38,8 @@ export interface RunView {
   /** Why it failed for good. */
   readonly reason?: string;
   readonly attempts?: number;
+  /** Each attempt, oldest first: its start, duration, outcome and error. */
+  readonly history: readonly AttemptRecord[];
   /** When its last attempt started, ISO 8601 UTC (runs with a job of their own). */
   readonly startedAt?: string;
   /** When it finished, ISO 8601 UTC. */
@@ -50,13 +65,14 @@ export interface DeliveryView {
 export interface DeliveryQuery {
   /** A feedback id, a delivery key, words of the title or description, or a reporter email. */
   readonly q?: string | undefined;
-  readonly state?: DeliveryState | undefined;
+  readonly state?: DeliveryFilter | undefined;
   readonly offset: number;
   readonly limit: number;
 }
 
 export interface DeliveryPage {
-  readonly deliveries: readonly DeliveryView[];
+  /** Quarantined ones only under the `quarantined` filter, and then only those. */
+  readonly deliveries: readonly (DeliveryView | QuarantinedDelivery)[];
   /** Deliveries that match, among the newest `searched`. */
   readonly total: number;
   /** How many of the newest deliveries were looked through (at most SEARCH_WINDOW). */
@@ -79,6 +95,7 @@ const JOB_STATES: readonly JobState[] = ['active', 'waiting', 'delayed', 'comple
 export function createDeliveryLog(
   deliveries: Queue<Delivery>,
   handlerRuns: Queue<HandlerRunData>,
+  quarantine: Pick<Quarantine, 'search' | 'count'>,
 ): DeliveryLog {
   /** The `count` newest jobs of every state together, newest first, each with its state. */
   async function newest(
@@ -136,28 +153,41 @@ export function createDeliveryLog(
     routedAt: string | undefined,
   ): Promise<RunView> {
     const summary = routing?.runs[handler];
-    if (summary?.outcome === 'completed') {
+    // The attempt that completed the run while routing (results of older versions lack it).
+    const routingAttempt = summary?.outcome === 'completed' ? summary.attempt : undefined;
+    const runId = handlerRunJobId(key, handler);
+    // A run that completed while routing has a job too when it was run again since.
+    const job = await handlerRuns.getJob(runId);
+    if (!job && summary?.outcome === 'completed') {
       // Its one attempt was made while routing, which ended after it.
       return {
         handler,
         state: 'completed',
         result: summary.result,
         attempts: 1,
+        history: routingAttempt ? [routingAttempt] : [],
         ...(routedAt ? { finishedAt: routedAt } : {}),
       };
     }
-    const runId = handlerRunJobId(key, handler);
-    const job = await handlerRuns.getJob(runId);
     // No job: run in an earlier routing of the same delivery ('done before'), or gone since.
-    if (!job)
-      return { handler, state: summary?.outcome === 'done before' ? 'completed' : 'pending' };
-    const jobState = await job.getState();
+    if (!job) {
+      return {
+        handler,
+        state: summary?.outcome === 'done before' ? 'completed' : 'pending',
+        history: [],
+      };
+    }
+    const [jobState, attempts] = await Promise.all([
+      job.getState(),
+      readAttempts(handlerRuns, job),
+    ]);
     const finished = jobState === 'completed' || jobState === 'failed';
     return {
       handler,
       runId,
       state: finished ? jobState : 'pending',
       attempts: job.attemptsMade,
+      history: routingAttempt ? [routingAttempt, ...attempts] : attempts,
       ...(jobState === 'completed' ? { result: job.returnvalue } : {}),
       ...(jobState === 'failed' ? { reason: job.failedReason } : {}),
       ...(job.processedOn ? { startedAt: iso(job.processedOn) } : {}),
@@ -168,6 +198,16 @@ export function createDeliveryLog(
   return {
     async list({ q, state, offset, limit }) {
       const wanted = q?.trim() ?? '';
+      if (state === 'quarantined') {
+        const found = await quarantine.search(wanted, SEARCH_WINDOW);
+        return {
+          deliveries: found
+            .slice(offset, offset + limit)
+            .map((entry) => ({ ...entry, state: 'quarantined' as const })),
+          total: found.length,
+          searched: Math.min(SEARCH_WINDOW, await quarantine.count()),
+        };
+      }
       if (wanted === '' && state === undefined) {
         // The newest page alone: no need to look through more.
         const [looked, counts] = await Promise.all([

@@ -10,7 +10,10 @@
  *    BullMQ's own moves: return (completed), throw (retry, with our backoff), moveToDelayed
  *    (wait), UnrecoverableError (fail), moveToWait (interrupted).
  * 4. A run that completed is never run again: the routing job's return value and a marker (see
- *    completion-ledger.ts) say so to a job that starts again after a crash or a retry.
+ *    completion-ledger.ts) say so to a job that starts again after a crash or a retry. (Only an
+ *    operator runs it again on purpose: run-again.ts.)
+ * 5. Each attempt leaves a record for the console: the first in the routing job's return value
+ *    or in the data of the job it queued, each later one as a line of its job's logs.
  */
 import {
   DelayedError,
@@ -28,6 +31,8 @@ import {
   addHandlerRun,
   handlerRunJobId,
   handlerRunQueued,
+  logAttempt,
+  type AttemptRecord,
   type HandlerRunData,
 } from '../queue/handler-runs-queue.js';
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
@@ -38,7 +43,7 @@ import { decideRun, retryDelayMs, type AttemptResult, type RunDecision } from '.
 
 /** What became of a handler's run of a delivery while routing it. */
 export type RunSummary =
-  | { readonly outcome: 'completed'; readonly result: unknown }
+  | { readonly outcome: 'completed'; readonly result: unknown; readonly attempt: AttemptRecord }
   | { readonly outcome: 'queued' | 'done before' };
 
 /** A routed delivery's job's return value. */
@@ -73,14 +78,15 @@ export interface Runs {
   abortAll(reason: Error): number;
 }
 
-/** What an attempt came to, with what the handler threw, if it threw. */
+/** What an attempt came to, with what the handler threw, if it threw, and its record. */
 interface Attempted {
   readonly decision: RunDecision;
   readonly error: unknown;
+  readonly record: AttemptRecord;
 }
 
-/** The metric label of each decision. */
-const OUTCOME_LABEL: Record<RunDecision['kind'], string> = {
+/** The metric label and recorded outcome of each decision. */
+const OUTCOME_LABEL: Record<RunDecision['kind'], AttemptRecord['outcome']> = {
   completed: 'completed',
   retry: 'retrying',
   wait: 'delayed',
@@ -125,6 +131,7 @@ export function createRuns(options: RunsOptions): Runs {
     number: number,
   ): Promise<Attempted | 'not wanted'> => {
     const bindings = { deliveryKey: delivery.key, handler: handler.name, attempt: number };
+    const startedAt = new Date().toISOString();
     const started = performance.now();
     const result = await runHandler(handler, delivery, bindings);
     if (result === 'not wanted') return result;
@@ -135,10 +142,19 @@ export function createRuns(options: RunsOptions): Runs {
     });
     const ms = Math.round(performance.now() - started);
     report(logger, { ...bindings, ms }, decision);
-    const labels = { handler: handler.name, outcome: OUTCOME_LABEL[decision.kind] };
+    const outcome = OUTCOME_LABEL[decision.kind];
+    const labels = { handler: handler.name, outcome };
     options.metrics?.handlerRuns.inc(labels);
     options.metrics?.handlerRunDuration.observe(labels, ms / 1000);
-    return { decision, error: result.ok ? undefined : result.error };
+    const record: AttemptRecord = {
+      attempt: number,
+      of: handler.attempts,
+      startedAt,
+      ms,
+      outcome,
+      ...(result.ok ? {} : { error: describe(result.error) }),
+    };
+    return { decision, error: result.ok ? undefined : result.error, record };
   };
 
   const queueRun = (
@@ -178,25 +194,25 @@ export function createRuns(options: RunsOptions): Runs {
     }
     const attempted = await attempt(handler, delivery, 1);
     if (attempted === 'not wanted') return undefined;
-    const { decision } = attempted;
+    const { decision, record: firstAttempt } = attempted;
     switch (decision.kind) {
       case 'completed':
         completions.record(runId);
-        return { outcome: 'completed', result: decision.result };
+        return { outcome: 'completed', result: decision.result, attempt: firstAttempt };
       case 'retry':
         await queueRun(delivery, handler, {
-          data: { attemptsBefore: 1 },
+          data: { firstAttempt, attemptsBefore: 1 },
           delayMs: decision.delayMs,
         });
         break;
       case 'wait':
-        await queueRun(delivery, handler, { delayMs: decision.delayMs });
+        await queueRun(delivery, handler, { data: { firstAttempt }, delayMs: decision.delayMs });
         break;
       case 'fail':
-        await queueRun(delivery, handler, { data: { failedFor: decision.reason } });
+        await queueRun(delivery, handler, { data: { firstAttempt, failedFor: decision.reason } });
         break;
       case 'interrupted':
-        await queueRun(delivery, handler, {});
+        await queueRun(delivery, handler, { data: { firstAttempt } });
         break;
     }
     return { outcome: 'queued' };
@@ -229,12 +245,14 @@ export function createRuns(options: RunsOptions): Runs {
     const check = readDelivery(job.data.delivery);
     if (!check.ok) throw notADelivery(logger, job, check.issues);
     const { delivery } = check;
-    const { attemptsBefore = 0, failedFor } = job.data;
+    const { attemptsBefore = 0, failedFor, firstAttempt } = job.data;
+    // What a run that fails for good keeps: a retry from the dead letter starts afresh.
+    const afresh: HandlerRunData = firstAttempt ? { delivery, firstAttempt } : { delivery };
     const handler = byName.get(job.name);
     if (!handler) throw new UnrecoverableError(`no handler named "${job.name}" is loaded`);
     if (failedFor !== undefined) {
       // Logged when the first attempt failed. Forgotten, so that a retry from the dead letter runs.
-      await job.updateData({ delivery });
+      await job.updateData(afresh);
       throw new UnrecoverableError(failedFor);
     }
     // Started before without an outcome on record: a crash, or a completion Redis never got.
@@ -249,7 +267,13 @@ export function createRuns(options: RunsOptions): Runs {
 
     const attempted = await attempt(handler, delivery, attemptsBefore + job.attemptsMade + 1);
     if (attempted === 'not wanted') return { skipped: 'where() no longer wants this record' };
-    const { decision, error } = attempted;
+    const { decision, error, record } = attempted;
+    await logAttempt(job, record).catch((logError: Error) =>
+      logger.warn(
+        { deliveryKey: delivery.key, handler: handler.name, error: logError.message },
+        'could not record the attempt for the console',
+      ),
+    );
     switch (decision.kind) {
       case 'completed':
         completions.succeeded(job.id!);
@@ -262,7 +286,7 @@ export function createRuns(options: RunsOptions): Runs {
         throw new DelayedError();
       case 'fail':
         // A retry from the dead letter starts afresh, with all of the handler's attempts.
-        if (attemptsBefore > 0) await job.updateData({ delivery });
+        if (attemptsBefore > 0) await job.updateData(afresh);
         throw new UnrecoverableError(decision.reason);
       case 'interrupted':
         await job.moveToWait(token);

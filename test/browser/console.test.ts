@@ -1,7 +1,8 @@
 /**
  * The delivery console in a real browser (Debian's chromium, driven by playwright-core): log in
  * with the admin token, find a delivery by its feedback id, open it and see the triage rule that
- * fired; a record written to attack the page renders as text and runs nothing.
+ * fired; a record written to attack the page renders as text and runs nothing; retry a failed
+ * run, run a completed one again after confirming, and replay a quarantined delivery.
  */
 import { UnrecoverableError } from 'bullmq';
 import type { Browser } from 'playwright-core';
@@ -19,6 +20,8 @@ const HOSTILE_TITLE =
 
 /** Until a test says otherwise, notify-team fails for good on the record "Needs the team". */
 let teamReachable = false;
+/** The records notify-team has handled, once per run. */
+const notified: string[] = [];
 let env: TestWorkerEnv;
 let served: Awaited<ReturnType<typeof serveOnLoopback>> | undefined;
 let url: string;
@@ -43,6 +46,7 @@ beforeAll(async () => {
           if (record.title === 'Needs the team' && !teamReachable) {
             throw new UnrecoverableError('the team channel said no');
           }
+          notified.push(record.id);
         },
       }),
     ],
@@ -173,6 +177,28 @@ it('retries a dead-letter run from its page, and the run then succeeds', async (
       },
       { timeout: 10_000 },
     );
+  } finally {
+    await context.close();
+  }
+});
+
+it('runs a completed handler again once the operator confirms', async () => {
+  const { context, page } = await loggedIn();
+  try {
+    await page.goto(
+      `${url}/admin/deliveries/${encodeURIComponent('feedback.created:fb_browser_2')}`,
+    );
+    await page
+      .locator('li', { hasText: 'notify-team' })
+      .getByRole('link', { name: 'Run again…' })
+      .click();
+    await page.getByText('may happen twice').waitFor();
+    expect(notified.filter((id) => id === 'fb_browser_2')).toHaveLength(1);
+    await page.getByRole('button', { name: 'Run again' }).click();
+    await page.getByText('Queued to run again').waitFor();
+    await vi.waitFor(() => expect(notified.filter((id) => id === 'fb_browser_2')).toHaveLength(2), {
+      timeout: 10_000,
+    });
   } finally {
     await context.close();
   }

@@ -6,6 +6,7 @@ import { createDeadLetter } from '../../src/queue/dead-letter.js';
 import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
 import type { HandlerRunData } from '../../src/queue/handler-runs-queue.js';
 import { createDeliveryLog } from '../../src/worker/delivery-log.js';
+import { createRunAgain } from '../../src/worker/run-again.js';
 import type { TestWorkerEnv } from './test-worker.js';
 
 export function createTestAdminApp(
@@ -19,10 +20,17 @@ export function createTestAdminApp(
       token,
       queues,
       deliveryConsole: {
-        deliveryLog: createDeliveryLog(env.deliveries, handlerRuns),
+        deliveryLog: createDeliveryLog(env.deliveries, handlerRuns, env.quarantine),
         quarantine: env.quarantine,
         deliveries: env.producer,
         deadLetter: createDeadLetter(handlerRuns, env.deliveries),
+        runAgain: createRunAgain({
+          deliveries: env.deliveries,
+          handlerRuns,
+          connection: env.connection,
+          prefix: env.prefix,
+          dedupeTtlSeconds: 3600,
+        }),
         queues,
         readStats: () => readDeliveryStats(env.connection, env.prefix),
       },

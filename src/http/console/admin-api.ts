@@ -12,7 +12,7 @@ import { readDeadLetter, readOverview, readQuarantine } from './overview.js';
 const GroupSchema = z.strictObject({ handler: z.string(), reason: z.string() });
 
 export function createAdminApi(sources: ConsoleSources): Router {
-  const { deliveryLog, quarantine, deliveries, deadLetter } = sources;
+  const { deliveryLog, quarantine, deliveries, deadLetter, runAgain } = sources;
   const api = express.Router();
 
   api.get('/overview', async (_req, res) => {
@@ -30,6 +30,30 @@ export function createAdminApi(sources: ConsoleSources): Router {
     const delivery = await deliveryLog.get(req.params.key);
     if (!delivery) return notFound(res, 'delivery');
     res.json(delivery);
+  });
+
+  api.post('/deliveries/:key/runs/:handler/run-again', async (req, res) => {
+    const { key, handler } = req.params;
+    const status = await runAgain.run(key, handler);
+    if (status === 'not found') {
+      return sendProblem(res, 'NOT_FOUND', 'No run of this handler on this delivery is kept.');
+    }
+    if (status === 'not completed') {
+      return sendProblem(
+        res,
+        'RUN_NOT_COMPLETED',
+        'Only a run that completed runs again: retry a failed run, or wait for one under way.',
+      );
+    }
+    res.json({ deliveryKey: key, handler, status });
+  });
+
+  api.post('/deliveries/:key/run-again', async (req, res) => {
+    const runs = await runAgain.all(req.params.key);
+    if (runs.length === 0) {
+      return sendProblem(res, 'NOT_FOUND', 'No routed delivery with this key is kept.');
+    }
+    res.json({ deliveryKey: req.params.key, runs });
   });
 
   api.get('/quarantine', async (_req, res) => {

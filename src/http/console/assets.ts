@@ -32,7 +32,8 @@ th, td { text-align: left; padding: 0.4rem; border-bottom: 1px solid var(--line)
 .notice { padding: 0.5rem; border: 1px solid var(--good); border-radius: 0.3rem; }
 .actions { display: flex; gap: 0.5rem; margin: 1rem 0; }
 .runs form, .group form { display: inline; }
-button { padding: 0.3rem 0.8rem; cursor: pointer; }
+button, a.button { padding: 0.3rem 0.8rem; cursor: pointer; }
+a.button { display: inline-block; border: 1px solid currentColor; border-radius: 0.3rem; text-decoration: none; }
 button.danger { color: var(--bad); }
 pre.body { padding: 0.75rem; border: 1px solid var(--line); white-space: pre-wrap; overflow-wrap: anywhere; max-height: 40rem; overflow: auto; }
 .tiles { display: flex; flex-wrap: wrap; gap: 1rem; }

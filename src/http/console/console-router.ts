@@ -11,6 +11,7 @@ import { handlerRunJobId } from '../../queue/handler-runs-queue.js';
 import type { StatsSnapshot } from '../../queue/delivery-stats.js';
 import type { Quarantine } from '../../queue/quarantine.js';
 import type { DeliveryLog } from '../../worker/delivery-log.js';
+import type { RunAgain } from '../../worker/run-again.js';
 import { sendProblem } from '../send-problem.js';
 import { createAdminApi } from './admin-api.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
@@ -25,7 +26,14 @@ import {
   quarantinePage,
   type Notice,
 } from './operations-pages.js';
-import { CONSOLE_CSP, CONSOLE_PATH, deliveriesPage, deliveryPage, notFoundPage } from './pages.js';
+import {
+  CONSOLE_CSP,
+  CONSOLE_PATH,
+  deliveriesPage,
+  deliveryPage,
+  notFoundPage,
+  runAgainPage,
+} from './pages.js';
 
 /** What the console reads and acts on. */
 export interface ConsoleSources {
@@ -34,6 +42,8 @@ export interface ConsoleSources {
   /** Where a replayed quarantine entry is queued. */
   readonly deliveries: DeliveryQueue;
   readonly deadLetter: DeadLetter;
+  /** Runs a handler again on a delivery it handled. */
+  readonly runAgain: RunAgain;
   /** The queues whose depths the overview shows. */
   readonly queues: readonly Queue[];
   /** What the receivers answered, per minute (see delivery-stats.ts). */
@@ -41,7 +51,8 @@ export interface ConsoleSources {
 }
 
 export function createConsoleRouter(sources: ConsoleSources): Router {
-  const { deliveryLog, quarantine, deliveries, deadLetter } = sources;
+  const { deliveryLog, quarantine, deliveries, deadLetter, runAgain } = sources;
+  const form = express.urlencoded({ extended: false, limit: '16kb' });
   const router = express.Router();
   router.use('/api', createAdminApi(sources));
 
@@ -68,6 +79,35 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     const { key, handler } = req.params;
     const retried = await deadLetter.retry(handlerRunJobId(key, handler));
     afterAction(res, `deliveries/${encodeURIComponent(key)}`, retried ? 'retried' : 'gone');
+  });
+
+  // Running a completed run again may repeat its effects: the page asks, then POSTs `confirm`.
+  router.get('/deliveries/:key/run-again', async (req, res) => {
+    const delivery = await deliveryLog.get(req.params.key);
+    if (!delivery) return page(res, 404, notFoundPage('delivery', req.params.key));
+    page(res, 200, runAgainPage(delivery, oneValue(req.query.handler)));
+  });
+
+  router.post('/deliveries/:key/run-again', form, async (req, res) => {
+    const { key } = req.params;
+    const fields = (req.body ?? {}) as Record<string, unknown>;
+    const handler = oneValue(fields.handler);
+    if (fields.confirm !== 'yes') {
+      const query = handler ? `?handler=${encodeURIComponent(handler)}` : '';
+      return res.redirect(
+        303,
+        `${CONSOLE_PATH}/deliveries/${encodeURIComponent(key)}/run-again${query}`,
+      );
+    }
+    const statuses = handler
+      ? [await runAgain.run(key, handler)]
+      : (await runAgain.all(key)).map(({ status }) => status);
+    const done: Notice = statuses.includes('queued')
+      ? 'queued-again'
+      : statuses.includes('not completed')
+        ? 'not-completed'
+        : 'gone';
+    afterAction(res, `deliveries/${encodeURIComponent(key)}`, done);
   });
 
   router.get('/quarantine', async (req, res) => {
@@ -97,18 +137,14 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     page(res, 200, deadLetterPage(groups, total, noticeOf(req)));
   });
 
-  router.post(
-    '/dead-letter/retry',
-    express.urlencoded({ extended: false, limit: '16kb' }),
-    async (req, res) => {
-      const { handler, reason } = (req.body ?? {}) as Record<string, unknown>;
-      if (typeof handler !== 'string' || typeof reason !== 'string') {
-        return sendProblem(res, 'BAD_REQUEST', 'handler and reason: expected one value each');
-      }
-      const retried = await deadLetter.retryGroup({ handler, reason });
-      afterAction(res, 'dead-letter', retried > 0 ? 'retried' : 'gone');
-    },
-  );
+  router.post('/dead-letter/retry', form, async (req, res) => {
+    const { handler, reason } = (req.body ?? {}) as Record<string, unknown>;
+    if (typeof handler !== 'string' || typeof reason !== 'string') {
+      return sendProblem(res, 'BAD_REQUEST', 'handler and reason: expected one value each');
+    }
+    const retried = await deadLetter.retryGroup({ handler, reason });
+    afterAction(res, 'dead-letter', retried > 0 ? 'retried' : 'gone');
+  });
 
   router.post('/dead-letter/:id/retry', async (req, res) => {
     afterAction(res, 'dead-letter', (await deadLetter.retry(req.params.id)) ? 'retried' : 'gone');
@@ -120,6 +156,11 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
 /** After a form's POST, back to its page with what happened (303: the browser GETs it). */
 function afterAction(res: Response, where: string, done: Notice): void {
   res.redirect(303, `${CONSOLE_PATH}/${where}?done=${done}`);
+}
+
+/** A query or form field given once and not empty. */
+function oneValue(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function noticeOf(req: Request): Notice | undefined {

@@ -15,6 +15,8 @@ export const NOTICES = {
   'still-invalid': 'Still invalid: the entry stays in the quarantine.',
   deleted: 'Deleted from the quarantine.',
   retried: 'Queued again, with all of its attempts.',
+  'queued-again': 'Queued to run again, with all of its attempts.',
+  'not-completed': 'Nothing run again: only a run that completed runs again; retry a failed one.',
   gone: 'Nothing to do: it is no longer there.',
 } as const;
 export type Notice = keyof typeof NOTICES;

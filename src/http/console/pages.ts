@@ -3,13 +3,14 @@
  * which escapes it; links to a record's URLs only for http(s). The pages run no inline script
  * and load nothing from elsewhere (see CONSOLE_CSP).
  */
+import type { AttemptRecord } from '../../queue/handler-runs-queue.js';
 import type {
   DeliveryPage,
   DeliveryQuery,
   DeliveryView,
   RunView,
 } from '../../worker/delivery-log.js';
-import { DELIVERY_STATES } from '../../worker/delivery-log.js';
+import { DELIVERY_FILTERS, type DeliveryFilter } from '../../worker/delivery-log.js';
 import { html, safeHref, type Html } from './html.js';
 
 export const CONSOLE_PATH = '/admin';
@@ -53,17 +54,30 @@ export function layout(title: string, body: Html): Html {
 }
 
 export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
-  const rows = page.deliveries.map(
-    (delivery) =>
-      html`<tr>
-        <td>${time(delivery.receivedAt)}</td>
-        <td>
-          <a href="${deliveryHref(delivery.key)}">${delivery.record.title || delivery.record.id}</a>
-        </td>
-        <td>${delivery.record.project_id}</td>
-        <td>${delivery.record.rating}</td>
-        <td>${state(delivery.state)} ${delivery.runs.map(runBadge)}</td>
-      </tr>`,
+  const rows = page.deliveries.map((delivery) =>
+    delivery.state === 'quarantined'
+      ? html`<tr>
+          <td>${time(delivery.receivedAt)}</td>
+          <td>
+            <a href="${CONSOLE_PATH}/quarantine/${encodeURIComponent(delivery.id)}"
+              >${delivery.deliveryId ?? delivery.id}</a
+            >
+          </td>
+          <td></td>
+          <td></td>
+          <td>${state('quarantined')} ${delivery.reason}</td>
+        </tr>`
+      : html`<tr>
+          <td>${time(delivery.receivedAt)}</td>
+          <td>
+            <a href="${deliveryHref(delivery.key)}"
+              >${delivery.record.title || delivery.record.id}</a
+            >
+          </td>
+          <td>${delivery.record.project_id}</td>
+          <td>${delivery.record.rating}</td>
+          <td>${state(delivery.state)} ${delivery.runs.map(runBadge)}</td>
+        </tr>`,
   );
   const empty =
     query.q || query.state
@@ -84,7 +98,7 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
         />
         <select name="state" aria-label="State">
           <option value="">any state</option>
-          ${DELIVERY_STATES.map(
+          ${DELIVERY_FILTERS.map(
             (name) =>
               html`<option value="${name}" ${query.state === name ? html`selected` : ''}>
                 ${STATE_LABELS[name]}
@@ -138,8 +152,17 @@ export function deliveryPage(delivery: DeliveryView, done?: Html | string): Html
           delivery.runs.length === 0
             ? html`<p class="empty">No handler has run it yet.</p>`
             : html`<ul class="runs">
-                ${delivery.runs.map((run) => runItem(delivery.key, run))}
-              </ul>`
+                  ${delivery.runs.map((run) => runItem(delivery.key, run))}
+                </ul>
+                ${
+                  delivery.runs.filter((run) => run.state === 'completed').length > 1
+                    ? html`<p>
+                        <a class="button" href="${deliveryHref(delivery.key)}/run-again"
+                          >Run every completed handler again…</a
+                        >
+                      </p>`
+                    : ''
+                }`
         }
       </section>
       <section>
@@ -229,14 +252,15 @@ export function notFoundPage(what: 'delivery' | 'quarantine entry', id: string):
   );
 }
 
-const STATE_LABELS: Record<DeliveryView['state'], string> = {
+const STATE_LABELS: Record<DeliveryFilter, string> = {
   waiting: 'waiting',
   running: 'running',
   done: 'done',
   failed: 'some handler failed',
+  quarantined: 'quarantined',
 };
 
-function state(name: DeliveryView['state']): Html {
+function state(name: DeliveryFilter): Html {
   return html`<span class="state state-${name}">${STATE_LABELS[name]}</span>`;
 }
 
@@ -266,21 +290,15 @@ function timeline(delivery: DeliveryView): Html {
     });
   }
   for (const run of delivery.runs) {
-    if (run.startedAt && run.state !== 'completed' && run.state !== 'failed') {
-      events.push({
-        at: run.startedAt,
-        what: `${run.handler}: attempt ${(run.attempts ?? 0) + 1} started`,
-      });
+    for (const attempt of run.history) {
+      events.push({ at: attempt.startedAt, what: attemptLine(run.handler, attempt) });
     }
-    if (run.finishedAt) {
-      const took =
-        run.startedAt && run.runId
-          ? `, its last attempt took ${Date.parse(run.finishedAt) - Date.parse(run.startedAt)} ms`
-          : '';
+    // A run made by an older version has no attempt records: how it ended, as BullMQ keeps it.
+    if (run.history.length === 0 && run.finishedAt) {
       events.push({
         at: run.finishedAt,
         what: html`${run.handler} ${run.state} after ${run.attempts ?? 1}
-        attempt(s)${took}${run.reason ? html`: <span class="error">${run.reason}</span>` : ''}`,
+        attempt(s)${run.reason ? html`: <span class="error">${run.reason}</span>` : ''}`,
       });
     }
   }
@@ -290,6 +308,20 @@ function timeline(delivery: DeliveryView): Html {
     ${events.map(({ at, what }) => html`<li>${time(at)} ${what}</li>`)}
     ${waiting.map((run) => html`<li>${run.handler}: waiting for its next attempt</li>`)}
   </ol>`;
+}
+
+const ATTEMPT_OUTCOMES: Record<AttemptRecord['outcome'], string> = {
+  completed: 'completed',
+  retrying: 'failed; retried after a backoff',
+  delayed: 'rate limited; tried again once allowed, without spending an attempt',
+  failed: 'failed for good',
+  interrupted: 'interrupted by a shutdown; run again without spending an attempt',
+};
+
+function attemptLine(handler: string, attempt: AttemptRecord): Html {
+  return html`${handler}: attempt ${attempt.attempt} of ${attempt.of},
+  ${ATTEMPT_OUTCOMES[attempt.outcome]} after ${attempt.ms}
+  ms${attempt.error ? html`: <span class="error">${attempt.error}</span>` : ''}`;
 }
 
 function runItem(key: string, run: RunView): Html {
@@ -310,6 +342,15 @@ function runItem(key: string, run: RunView): Html {
         : ''
     }
     ${
+      run.state === 'completed'
+        ? html`<a
+            class="button"
+            href="${deliveryHref(key)}/run-again?handler=${encodeURIComponent(run.handler)}"
+            >Run again…</a
+          >`
+        : ''
+    }
+    ${
       triage
         ? html`<p>
             Rules that fired: ${triage.matched.length > 0 ? triage.matched.join(', ') : 'none'}.
@@ -319,20 +360,67 @@ function runItem(key: string, run: RunView): Html {
                     <code>PATCH ${JSON.stringify(triage.patch)}</code>`
                 : ''
             }
+            ${
+              triage.answer
+                ? html`The API answered with <code>${JSON.stringify(triage.answer)}</code>.`
+                : ''
+            }
           </p>`
         : ''
     }
   </li>`;
 }
 
-/** What auto-triage returns: the rules that matched, the fields it set, and whether it sent them. */
+/** Asks before a completed run (or every completed run) of a delivery runs again. */
+export function runAgainPage(delivery: DeliveryView, handler: string | undefined): Html {
+  const completed = delivery.runs.filter(
+    (run) => run.state === 'completed' && (handler === undefined || run.handler === handler),
+  );
+  const title = delivery.record.title || delivery.record.id;
+  const back = html`<a href="${deliveryHref(delivery.key)}">Back to the delivery</a>`;
+  if (completed.length === 0) {
+    return layout(
+      'Run again',
+      html`<h1>Run again</h1>
+        <p class="empty">
+          ${handler ? html`No completed run of <strong>${handler}</strong>` : 'No completed run'} on
+          “${title}”: only a run that completed runs again (a failed one is retried).
+        </p>
+        <p>${back}</p>`,
+    );
+  }
+  return layout(
+    'Run again',
+    html`<h1>Run again?</h1>
+      <p>
+        ${completed.map((run) => html`<strong>${run.handler}</strong> `)} will run again on
+        “${title}”, with all of its attempts.
+      </p>
+      <p class="error">
+        Whatever it did the first time may happen twice: a second update, a second message.
+      </p>
+      <form method="post" action="${deliveryHref(delivery.key)}/run-again">
+        ${handler ? html`<input type="hidden" name="handler" value="${handler}" />` : ''}
+        <input type="hidden" name="confirm" value="yes" />
+        <button type="submit">Run again</button>
+        ${back}
+      </form>`,
+  );
+}
+
+/** What auto-triage returns: the rules that matched, the fields it set, whether it sent them, and the API's answer. */
 function triageResult(
   result: unknown,
-): { matched: string[]; patch: unknown; sent: boolean } | undefined {
+): { matched: string[]; patch: unknown; sent: boolean; answer: unknown } | undefined {
   if (typeof result !== 'object' || result === null || !('matched' in result)) return undefined;
-  const { matched, patch, sent } = result as { matched: unknown; patch?: unknown; sent?: unknown };
+  const { matched, patch, sent, answer } = result as {
+    matched: unknown;
+    patch?: unknown;
+    sent?: unknown;
+    answer?: unknown;
+  };
   if (!Array.isArray(matched)) return undefined;
-  return { matched: matched.map(String), patch, sent: sent === true };
+  return { matched: matched.map(String), patch, sent: sent === true, answer };
 }
 
 function fields(rows: readonly (readonly [string, unknown])[]): Html {

@@ -11,6 +11,14 @@ import type { TriageRules } from './rules.js';
 
 export const TRIAGE_HANDLER_NAME = 'auto-triage';
 
+/** What the handler returns, and the console shows. */
+export interface TriageResult extends TriageDecision {
+  /** Whether the PATCH was sent (not when nothing changes, nor in dry run). */
+  readonly sent: boolean;
+  /** After a PATCH: the fields sent, as the API answered them (its updated record). */
+  readonly answer?: Record<string, unknown>;
+}
+
 export interface TriageDecision {
   /** Names of the rules that matched and were applied, in order. */
   readonly matched: readonly string[];
@@ -25,8 +33,9 @@ export function decideTriage(rules: TriageRules, record: FeedbackRecord): Triage
   return { matched: applied.map((rule) => rule.name), patch: changesTo(record, wanted) };
 }
 
-function changesTo(record: FeedbackRecord, wanted: FeedbackPatch): FeedbackPatch {
-  const current: FeedbackPatch = {
+/** The fields a PATCH can set, as the record has them. */
+function patchable(record: FeedbackRecord): FeedbackPatch {
+  return {
     status_id: record.status_id ?? undefined,
     priority_id: record.priority_id ?? undefined,
     type_id: record.type_id ?? undefined,
@@ -34,6 +43,10 @@ function changesTo(record: FeedbackRecord, wanted: FeedbackPatch): FeedbackPatch
     title: record.title ?? undefined,
     description: record.description ?? undefined,
   };
+}
+
+function changesTo(record: FeedbackRecord, wanted: FeedbackPatch): FeedbackPatch {
+  const current = patchable(record);
   const patch: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(wanted)) {
     if (value !== undefined && current[field as keyof FeedbackPatch] !== value) {
@@ -41,6 +54,14 @@ function changesTo(record: FeedbackRecord, wanted: FeedbackPatch): FeedbackPatch
     }
   }
   return patch as FeedbackPatch;
+}
+
+/** The fields that were sent, as the API's answer has them: whether it took the change. */
+function answerTo(patch: FeedbackPatch, updated: FeedbackRecord): Record<string, unknown> {
+  const now = patchable(updated);
+  return Object.fromEntries(
+    Object.keys(patch).map((field) => [field, now[field as keyof FeedbackPatch] ?? null]),
+  );
 }
 
 export interface TriageHandlerOptions {
@@ -62,10 +83,12 @@ export function createTriageHandler({ rules, dryRun = false }: TriageHandlerOpti
       } else if (dryRun) {
         logger.info({ triage: { matched, patch, dryRun } }, 'triage dry run: would PATCH');
       } else {
-        await api.updateFeedback(record.id, patch, { signal });
-        logger.info({ triage: { matched, patch } }, 'triage: record updated');
+        const updated = await api.updateFeedback(record.id, patch, { signal });
+        const answer = answerTo(patch, updated);
+        logger.info({ triage: { matched, patch, answer } }, 'triage: record updated');
+        return { matched, patch, sent: true, answer } satisfies TriageResult;
       }
-      return { matched, patch, sent: fields > 0 && !dryRun };
+      return { matched, patch, sent: false } satisfies TriageResult;
     },
   });
 }
