@@ -46,10 +46,10 @@ export interface HandlerRunData {
   readonly failedFor?: string;
 }
 
-/** Failed runs are the dead letter, so they are kept longer than finished deliveries. */
 /** Most attempt records a run's job keeps: rate-limit waits do not spend attempts, so cap them. */
 export const MOST_ATTEMPT_RECORDS = 100;
 
+/** Failed runs are the dead letter, so they are kept longer than finished deliveries. */
 export const HANDLER_RUN_RETENTION: JobRetention = {
   removeOnComplete: { age: 24 * 60 * 60, count: 10_000 },
   removeOnFail: { age: 30 * 24 * 60 * 60, count: 100_000 },

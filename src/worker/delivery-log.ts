@@ -1,9 +1,11 @@
 /**
  * What happened to each delivery, read from the queues for the delivery console: the newest
  * deliveries, or those whose feedback id, delivery key, title, description or reporter email
- * matches a search, each with the runs of its handlers. Nothing is kept for this: a delivery is
- * here while its job is (completed ones for COMPLETED_JOB_RETENTION_SECONDS, failed ones 7 days),
- * and a run's outcome while its job is (failed runs 30 days).
+ * matches a search, each with the runs of its handlers and their attempts (recorded where the
+ * runs already write; see runs.ts); under the `quarantined` filter, the quarantine's entries.
+ * Nothing else is kept for this: a delivery is here while its job is (completed ones for
+ * COMPLETED_JOB_RETENTION_SECONDS, failed ones 7 days), and a run while its job is (failed runs
+ * 30 days).
  */
 import type { Job, Queue } from 'bullmq';
 import { findDelivery } from '../queue/deliveries-queue.js';

@@ -318,11 +318,15 @@ export function createRuns(options: RunsOptions): Runs {
   };
 }
 
-/** The one log line of an attempt, at the level its decision deserves. */
+/**
+ * The one log line of an attempt, at the level its decision deserves. A completed one is at
+ * debug: at info, the receiver's `delivery queued` line already marks each delivery and the
+ * console keeps every attempt, so the worker's info lines are the ones that need a look.
+ */
 function report(logger: Logger, fields: object, decision: RunDecision): void {
   switch (decision.kind) {
     case 'completed':
-      return logger.info({ ...fields, outcome: 'completed' }, 'handler run');
+      return logger.debug({ ...fields, outcome: 'completed' }, 'handler run');
     case 'retry':
       return logger.warn(
         { ...fields, outcome: 'retrying', delayMs: decision.delayMs, error: decision.reason },

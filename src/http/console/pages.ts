@@ -155,7 +155,7 @@ export function deliveryPage(delivery: DeliveryView, done?: Html | string): Html
                   ${delivery.runs.map((run) => runItem(delivery.key, run))}
                 </ul>
                 ${
-                  delivery.runs.filter((run) => run.state === 'completed').length > 1
+                  delivery.runs.filter(canRunAgain).length > 1
                     ? html`<p>
                         <a class="button" href="${deliveryHref(delivery.key)}/run-again"
                           >Run every completed handler again…</a
@@ -342,7 +342,7 @@ function runItem(key: string, run: RunView): Html {
         : ''
     }
     ${
-      run.state === 'completed'
+      canRunAgain(run)
         ? html`<a
             class="button"
             href="${deliveryHref(key)}/run-again?handler=${encodeURIComponent(run.handler)}"
@@ -371,10 +371,18 @@ function runItem(key: string, run: RunView): Html {
   </li>`;
 }
 
+/**
+ * Whether the page offers to run it again: it completed, and what is kept says so (its job, or
+ * the record of the attempt that completed it while routing).
+ */
+function canRunAgain(run: RunView): boolean {
+  return run.state === 'completed' && (run.runId !== undefined || run.history.length > 0);
+}
+
 /** Asks before a completed run (or every completed run) of a delivery runs again. */
 export function runAgainPage(delivery: DeliveryView, handler: string | undefined): Html {
   const completed = delivery.runs.filter(
-    (run) => run.state === 'completed' && (handler === undefined || run.handler === handler),
+    (run) => canRunAgain(run) && (handler === undefined || run.handler === handler),
   );
   const title = delivery.record.title || delivery.record.id;
   const back = html`<a href="${deliveryHref(delivery.key)}">Back to the delivery</a>`;
