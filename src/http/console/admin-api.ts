@@ -51,7 +51,11 @@ export function createAdminApi(sources: ConsoleSources): Router {
   api.post('/deliveries/:key/run-again', async (req, res) => {
     const runs = await runAgain.all(req.params.key);
     if (runs.length === 0) {
-      return sendProblem(res, 'NOT_FOUND', 'No routed delivery with this key is kept.');
+      return sendProblem(
+        res,
+        'NOT_FOUND',
+        'No routed delivery with this key is kept, or no handler took it.',
+      );
     }
     res.json({ deliveryKey: req.params.key, runs });
   });
