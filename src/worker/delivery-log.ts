@@ -155,7 +155,7 @@ export function createDeliveryLog(
     routedAt: string | undefined,
   ): Promise<RunView> {
     const summary = routing?.runs[handler];
-    // The attempt that completed the run while routing (results of older versions lack it).
+    // The attempt that completed the run while routing.
     const routingAttempt = summary?.outcome === 'completed' ? summary.attempt : undefined;
     const runId = handlerRunJobId(key, handler);
     // A run that completed while routing has a job too when it was run again since.

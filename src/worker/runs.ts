@@ -43,7 +43,12 @@ import { decideRun, retryDelayMs, type AttemptResult, type RunDecision } from '.
 
 /** What became of a handler's run of a delivery while routing it. */
 export type RunSummary =
-  | { readonly outcome: 'completed'; readonly result: unknown; readonly attempt: AttemptRecord }
+  | {
+      readonly outcome: 'completed';
+      readonly result: unknown;
+      /** The attempt that completed it (absent from results of earlier versions). */
+      readonly attempt?: AttemptRecord;
+    }
   | { readonly outcome: 'queued' | 'done before' };
 
 /** A routed delivery's job's return value. */

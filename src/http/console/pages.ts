@@ -315,7 +315,7 @@ const ATTEMPT_OUTCOMES: Record<AttemptRecord['outcome'], string> = {
   retrying: 'failed; retried after a backoff',
   delayed: 'rate limited; tried again once allowed, without spending an attempt',
   failed: 'failed for good',
-  interrupted: 'interrupted by a shutdown; run again without spending an attempt',
+  interrupted: 'interrupted by a shutdown; tried again without spending an attempt',
 };
 
 function attemptLine(handler: string, attempt: AttemptRecord): Html {
@@ -402,7 +402,7 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
     html`<h1>Run again?</h1>
       <p>
         ${completed.map((run) => html`<strong>${run.handler}</strong> `)} will run again on
-        “${title}”, with all of its attempts.
+        “${title}”, with all of ${completed.length > 1 ? 'their' : 'its'} attempts.
       </p>
       <p class="error">
         Whatever it did the first time may happen twice: a second update, a second message.
@@ -416,7 +416,10 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
   );
 }
 
-/** What auto-triage returns: the rules that matched, the fields it set, whether it sent them, and the API's answer. */
+/**
+ * What auto-triage returns: the rules that matched, the fields it set, whether it sent them, and
+ * the API's answer.
+ */
 function triageResult(
   result: unknown,
 ): { matched: string[]; patch: unknown; sent: boolean; answer: unknown } | undefined {
