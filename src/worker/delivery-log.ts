@@ -39,6 +39,7 @@ export interface RunView {
   readonly result?: unknown;
   /** Why it failed for good. */
   readonly reason?: string;
+  /** How many attempts it has made (since it was last retried or run again). */
   readonly attempts?: number;
   /** Each attempt, oldest first: its start, duration, outcome and error. */
   readonly history: readonly AttemptRecord[];
@@ -188,7 +189,8 @@ export function createDeliveryLog(
       handler,
       runId,
       state: finished ? jobState : 'pending',
-      attempts: job.attemptsMade,
+      // The last attempt's number counts the one made while routing too; BullMQ's count does not.
+      attempts: attempts.at(-1)?.attempt ?? job.attemptsMade,
       history: routingAttempt ? [routingAttempt, ...attempts] : attempts,
       ...(jobState === 'completed' ? { result: job.returnvalue } : {}),
       ...(jobState === 'failed' ? { reason: job.failedReason } : {}),

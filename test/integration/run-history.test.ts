@@ -89,6 +89,7 @@ describe("a run's attempts", () => {
       expect.objectContaining({ attempt: 3, of: 3, outcome: 'completed' }),
     ]);
     expect(run.history[2]).not.toHaveProperty('error');
+    expect(run, 'the attempt made while routing counts').toMatchObject({ attempts: 3 });
     const starts = run.history.map((attempt) => Date.parse(attempt.startedAt as string));
     expect(starts).toEqual([...starts].sort((a, b) => a - b));
     for (const attempt of run.history) expect(attempt.ms).toEqual(expect.any(Number));

@@ -8,7 +8,8 @@ export const CONSOLE_CSS = `
 body { margin: 0; font: 15px/1.5 system-ui, sans-serif; }
 header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: baseline; padding: 0.75rem 1rem; border-bottom: 1px solid var(--line); }
 header .brand { font-weight: 600; text-decoration: none; }
-header nav { display: flex; gap: 1rem; }
+header nav { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; }
+header nav a { white-space: nowrap; }
 main { padding: 1rem; max-width: 72rem; margin: 0 auto; }
 h1 { font-size: 1.4rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.1rem; margin-top: 1.5rem; }

@@ -80,11 +80,13 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
         </tr>`,
   );
   const empty =
-    query.q || query.state
-      ? html`<p class="empty">No delivery matches among the newest ${page.searched}.</p>`
-      : html`<p class="empty">
-          No deliveries yet: send one with <code>feedback-receiver send</code>.
-        </p>`;
+    query.state === 'quarantined' && page.searched === 0
+      ? html`<p class="empty">Nothing is quarantined.</p>`
+      : query.q || query.state
+        ? html`<p class="empty">No delivery matches among the newest ${page.searched}.</p>`
+        : html`<p class="empty">
+            No deliveries yet: send one with <code>feedback-receiver send</code>.
+          </p>`;
   return layout(
     'Deliveries',
     html`<h1>Deliveries</h1>
