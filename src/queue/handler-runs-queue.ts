@@ -103,6 +103,15 @@ export async function addHandlerRun(
   await queue.add(handler, { delivery, ...data }, opts);
 }
 
+/**
+ * A run's data once it starts afresh (a retry from the dead letter, a run again): how it got here
+ * (the first attempt's count or reason) is forgotten, so it gets all of its handler's attempts;
+ * the first attempt's record stays, for the console.
+ */
+export function startingAfresh({ delivery, firstAttempt }: HandlerRunData): HandlerRunData {
+  return firstAttempt ? { delivery, firstAttempt } : { delivery };
+}
+
 /** Writes an attempt's record as a line of its run's job's logs. */
 export async function logAttempt(job: Job<HandlerRunData>, record: AttemptRecord): Promise<void> {
   await job.log(JSON.stringify(record));

@@ -15,6 +15,7 @@ import { findDelivery, type JobRetention } from '../queue/deliveries-queue.js';
 import {
   addHandlerRun,
   handlerRunJobId,
+  startingAfresh,
   type HandlerRunData,
 } from '../queue/handler-runs-queue.js';
 import type { RedisConnection } from '../queue/redis.js';
@@ -71,9 +72,7 @@ export function createRunAgain(options: RunAgainOptions): RunAgain {
     if (job) {
       if ((await job.getState()) !== 'completed') return 'not completed';
       await connection.del(succeededMarkerKey(prefix, runId));
-      // What the run kept of how it got here goes: it starts afresh, with all of its attempts.
-      const { firstAttempt } = job.data;
-      await job.updateData(firstAttempt ? { delivery, firstAttempt } : { delivery });
+      await job.updateData(startingAfresh({ ...job.data, delivery }));
       try {
         await job.retry('completed', { resetAttemptsMade: true, resetAttemptsStarted: true });
       } catch (error) {

@@ -32,6 +32,7 @@ import {
   handlerRunJobId,
   handlerRunQueued,
   logAttempt,
+  startingAfresh,
   type AttemptRecord,
   type HandlerRunData,
 } from '../queue/handler-runs-queue.js';
@@ -250,9 +251,9 @@ export function createRuns(options: RunsOptions): Runs {
     const check = readDelivery(job.data.delivery);
     if (!check.ok) throw notADelivery(logger, job, check.issues);
     const { delivery } = check;
-    const { attemptsBefore = 0, failedFor, firstAttempt } = job.data;
-    // What a run that fails for good keeps: a retry from the dead letter starts afresh.
-    const afresh: HandlerRunData = firstAttempt ? { delivery, firstAttempt } : { delivery };
+    const { attemptsBefore = 0, failedFor } = job.data;
+    // What a run that fails for good keeps, so that a retry from the dead letter starts afresh.
+    const afresh = startingAfresh({ ...job.data, delivery });
     const handler = byName.get(job.name);
     if (!handler) throw new UnrecoverableError(`no handler named "${job.name}" is loaded`);
     if (failedFor !== undefined) {
