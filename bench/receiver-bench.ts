@@ -55,6 +55,8 @@ export interface RoundResult extends LoadResult {
 export interface ReceiverBenchResult {
   /** By concurrency, then target: one result per round. */
   readonly rounds: Map<number, Map<Target, RoundResult[]>>;
+  /** Paired rounds at `workAloneAt`: the full path's req/s over the naive receiver's, per round. */
+  readonly pairedRatios: readonly number[];
   readonly memory: {
     readonly rssBeforeMiB: number;
     readonly rssAfterMiB: number;
@@ -78,6 +80,13 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
     const rssBeforeMiB = rssMiB(fullPath.child.pid);
     let sustainedSeconds = 0;
 
+    const settingsFor = (target: Target, connections: number, seconds: number): LoadSettings => ({
+      url: `${servers.get(target)!.url}/webhooks/feedback`,
+      connections,
+      seconds,
+      secret: SECRET,
+      runId: randomUUID().slice(0, 8),
+    });
     const load = async (
       target: Target,
       connections: number,
@@ -87,13 +96,7 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
         await redis.flushall();
         sustainedSeconds += seconds;
       }
-      const settings: LoadSettings = {
-        url: `${servers.get(target)!.url}/webhooks/feedback`,
-        connections,
-        seconds,
-        secret: SECRET,
-        runId: randomUUID().slice(0, 8),
-      };
+      const settings = settingsFor(target, connections, seconds);
       const pid = servers.get(target)!.child.pid;
       const cpuBefore = cpuMicros(pid);
       const redisCpuBefore = cpuMicros(options.redisPid);
@@ -126,6 +129,28 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
       }
       rounds.set(connections, byTarget);
     }
+
+    // Paired rounds: the naive receiver and the full path loaded at the same time, both on the
+    // server's core. Whatever slows the machine in a round (CPU steal, a noisy neighbour) slows
+    // both alike, so the ratio holds still where the alternating rounds above swing by 15–30%.
+    const pairedRatios: number[] = [];
+    const paired: Target[] = ['naive receiver', 'full path'];
+    for (let round = 0; round < options.rounds; round += 1) {
+      await redis.flushall();
+      const [naive, full] = await Promise.all(
+        paired.map((target) =>
+          runJsonProcess<LoadResult>(
+            options.pinning,
+            LOAD_CLIENT,
+            settingsFor(target, options.workAloneAt, options.seconds),
+          ),
+        ),
+      );
+      pairedRatios.push(full!.requestsPerSecond / naive!.requestsPerSecond);
+      process.stderr.write(
+        `receiver  c=${options.workAloneAt}  paired round ${round + 1}: naive ${Math.round(naive!.requestsPerSecond)} req/s, full path ${Math.round(full!.requestsPerSecond)} req/s\n`,
+      );
+    }
     const rssAfterMiB = rssMiB(fullPath.child.pid);
 
     // Redis memory for sizing: what one more queued delivery costs, measured over a full round.
@@ -138,6 +163,7 @@ export async function benchReceiver(options: ReceiverBenchOptions): Promise<Rece
 
     return {
       rounds,
+      pairedRatios,
       memory: {
         rssBeforeMiB,
         rssAfterMiB,

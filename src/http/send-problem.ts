@@ -10,6 +10,8 @@ import { discardRestOfBody } from './read-raw-body.js';
 export function sendProblem(res: Response, code: ErrorCode, detail: string): void {
   if (!res.req.complete) discardRestOfBody(res.req, res);
   const body = problem(code, detail);
+  // Also on routes helmet does not cover (the webhook route): a problem is never to be sniffed.
+  res.setHeader('X-Content-Type-Options', 'nosniff');
   res.status(body.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
 }
 

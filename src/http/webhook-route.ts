@@ -75,7 +75,6 @@ export function createWebhookRouter(
 
   const receive = async (req: Request, res: Response) => {
     const receivedAt = now();
-    res.setHeader('X-Content-Type-Options', 'nosniff');
     // Every path below writes the request's one log line itself, with what it learned.
     markLogged(res);
 
@@ -151,7 +150,7 @@ export function createWebhookRouter(
         case 'ignored':
           logger.info({ ...signed, outcome: 'ignored', event: outcome.event }, 'delivery ignored');
           counted('ignored');
-          return res.status(202).json({ status: 'ignored' });
+          return answer(res, 202, { status: 'ignored' });
 
         case 'invalid': {
           const issues = { ...signed, reason: outcome.reason, issues: outcome.issues };
@@ -177,7 +176,7 @@ export function createWebhookRouter(
             'delivery quarantined',
           );
           counted('quarantined');
-          return res.status(202).json({ status: 'quarantined', id });
+          return answer(res, 202, { status: 'quarantined', id });
         }
 
         case 'delivery': {
@@ -187,7 +186,7 @@ export function createWebhookRouter(
           stopTimer?.();
           logger.info({ ...signed, outcome: status, key, jobId }, `delivery ${status}`);
           counted(status);
-          return res.status(status === 'queued' ? 202 : 200).json({ status, id: key });
+          return answer(res, status === 'queued' ? 202 : 200, { status, id: key });
         }
       }
     } catch (error) {
@@ -222,11 +221,25 @@ export function createWebhookRouter(
 
   router.post(path, receive);
   router.all(path, (_req, res) => {
-    res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Allow', 'POST');
     sendProblem(res, 'METHOD_NOT_ALLOWED', `Deliveries are POSTed to ${path}.`);
   });
   return router;
+}
+
+/**
+ * A 2xx answer, written with Node's own `writeHead` and `end` rather than Express's `res.json`,
+ * whose charset handling, ETag and freshness checks serve browsers and caches; this route answers
+ * machines. `nosniff` is the one browser header that matters here (see app.ts).
+ */
+function answer(res: Response, status: number, body: object): void {
+  const json = JSON.stringify(body);
+  res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(json),
+    'X-Content-Type-Options': 'nosniff',
+  });
+  res.end(json);
 }
 
 /** Tells the app's request logger that this request has its log line already. */

@@ -141,17 +141,20 @@ export function interpretPayload(body: Uint8Array, options: InterpretOptions): I
  */
 const MAX_NESTING = 32;
 
-/** Walks the value without recursion, and stops at the first branch past the limit. */
+/**
+ * Whether an object or array sits more than `limit` levels deep. The recursion is bounded by
+ * `limit` itself, so it cannot overflow the stack; it loops over keys rather than
+ * `Object.values`, so checking a record allocates nothing.
+ */
 function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const pending: { value: object; depth: number }[] = [];
-  if (value !== null && typeof value === 'object') pending.push({ value, depth: 1 });
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    if (next.depth > limit) return true;
-    for (const child of Object.values(next.value)) {
-      if (child !== null && typeof child === 'object') {
-        pending.push({ value: child as object, depth: next.depth + 1 });
-      }
-    }
+  if (value === null || typeof value !== 'object') return false;
+  if (limit === 0) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (nestedDeeperThan(item, limit - 1)) return true;
+    return false;
+  }
+  for (const key in value) {
+    if (nestedDeeperThan((value as Record<string, unknown>)[key], limit - 1)) return true;
   }
   return false;
 }

@@ -31,6 +31,8 @@ describe('POST /webhooks/feedback', () => {
   it('queues a signed delivery and answers 202 with its key', async () => {
     const response = await postSigned(receiver.app, record).expect(202);
     expect(response.body).toEqual({ status: 'queued', id: `feedback.created:${record.id}` });
+    expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(response.headers['x-content-type-options']).toBe('nosniff');
 
     const [job] = await receiver.deliveries.queue.getWaiting();
     expect((await receiver.deliveries.find(`feedback.created:${record.id}`))?.id).toBe(job?.id);
@@ -129,6 +131,7 @@ describe('POST /webhooks/feedback', () => {
       .send('hi');
     expect(response.status).toBe(415);
     expect(response.headers['content-type']).toMatch(PROBLEM);
+    expect(response.headers['x-content-type-options']).toBe('nosniff');
     expect(response.body).toMatchObject({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE' });
   });
 

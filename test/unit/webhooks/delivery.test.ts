@@ -99,6 +99,10 @@ describe('interpretPayload', () => {
     expect(interpretPayload(bytes({ id: 'fb_33', extra: nested(32) }), { receivedAt }).kind).toBe(
       'invalid',
     );
+    const arrays = (depth: number) =>
+      `{"id":"fb_a${depth}","extra":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+    expect(interpretPayload(Buffer.from(arrays(31)), { receivedAt }).kind).toBe('delivery');
+    expect(interpretPayload(Buffer.from(arrays(32)), { receivedAt }).kind).toBe('invalid');
   });
 
   it.each([null, [], 'text', 12])('calls the JSON value %j invalid', (value) => {
