@@ -78,6 +78,8 @@ const SharedEnv = {
   LOG_PRETTY: booleanFlag.default(false),
   DEDUPE_TTL_SECONDS: integer(1).default(7 * 24 * 60 * 60),
   COMPLETED_JOB_RETENTION_SECONDS: integer(1).default(24 * 60 * 60),
+  ACK_REPLICAS: integer(0, 100).default(0),
+  ACK_REPLICAS_TIMEOUT_MS: integer(1, 60_000).default(1_000),
 };
 
 const ReceiverEnv = z.object({
@@ -92,8 +94,6 @@ const ReceiverEnv = z.object({
   BODY_LIMIT: byteSize.default(1024 * 1024),
   INVALID_PAYLOAD: z.enum(INVALID_PAYLOAD_MODES).default('quarantine'),
   ADMIN_TOKEN: z.string().trim().min(16, 'expected at least 16 characters').optional(),
-  ACK_REPLICAS: integer(0, 100).default(0),
-  ACK_REPLICAS_TIMEOUT_MS: integer(1, 60_000).default(1_000),
 });
 
 const WorkerEnv = z.object({
@@ -139,6 +139,11 @@ export interface SharedConfig {
    * each). Deduplication does not depend on them; failed runs, the dead letter, are kept 30 days.
    */
   readonly completedJobRetentionSeconds: number;
+  /**
+   * How many replicas must hold a write, and for how long to wait: the receiver's deliveries
+   * before it acknowledges them, the worker's records of completed runs before it forgets them.
+   */
+  readonly ackReplicas: { readonly replicas: number; readonly timeoutMs: number };
 }
 
 /** What `feedback-receiver serve` needs. */
@@ -148,8 +153,6 @@ export interface ReceiverConfig extends SharedConfig {
   readonly webhook: WebhookConfig;
   /** Enables the dashboard at /admin/queues, for requests that carry it. */
   readonly adminToken: string | undefined;
-  /** How many replicas must hold a delivery before it is acknowledged, and for how long to wait. */
-  readonly ackReplicas: { readonly replicas: number; readonly timeoutMs: number };
 }
 
 export interface WebhookConfig {
@@ -246,7 +249,6 @@ export function loadReceiverConfig(
     port: vars.PORT,
     host: vars.HOST,
     adminToken: vars.ADMIN_TOKEN,
-    ackReplicas: { replicas: vars.ACK_REPLICAS, timeoutMs: vars.ACK_REPLICAS_TIMEOUT_MS },
     webhook: {
       scheme: vars.SIGNATURE_SCHEME,
       secrets,
@@ -327,6 +329,7 @@ function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>, env: Env): SharedC
     logPretty: vars.LOG_PRETTY,
     dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,
     completedJobRetentionSeconds: vars.COMPLETED_JOB_RETENTION_SECONDS,
+    ackReplicas: { replicas: vars.ACK_REPLICAS, timeoutMs: vars.ACK_REPLICAS_TIMEOUT_MS },
   };
 }
 

@@ -103,6 +103,7 @@ export async function startWorker(
     logger,
     concurrency: config.concurrency,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
+    ackReplicas: config.ackReplicas,
     lockDurationMs: config.lockSeconds * 1000,
     watchdogMs: config.watchdogSeconds * 1000,
     retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),

@@ -15,10 +15,20 @@
  * held in memory until BullMQ confirms the completion; whatever is still held when Redis comes
  * back is written as a marker, and a run that was started before without an outcome checks the
  * marker (and the memory) first. Normal queued runs pay nothing: no command, no round trip.
+ *
+ * Redis replicates asynchronously, so a failover can promote a replica that never got a run's
+ * completion: there, its job waits as if it had never started. With ACK_REPLICAS=n a success is
+ * held until n replicas have its marker (a marker for queued runs too, once BullMQ confirms),
+ * checked with `WAIT` on a connection of the ledger's own, since WAIT blocks the connection it
+ * is sent on. Every run this process takes is checked against what it holds, even one whose job
+ * looks new. Another worker that takes such a job before this one has written its markers to
+ * the new primary does not know it ran.
  */
+import { Cluster } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logger.js';
-import type { RedisConnection } from '../queue/redis.js';
+import { closeConnection, type RedisConnection } from '../queue/redis.js';
+import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
 
 export interface CompletionLedger {
   /** The handler of this run, which has a job of its own, returned. */
@@ -27,7 +37,9 @@ export interface CompletionLedger {
   record(jobId: string): void;
   /** BullMQ recorded the run as completed. */
   confirmed(jobId: string): void;
-  /** Whether this run's handler is known to have succeeded already. */
+  /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
+  holds(jobId: string): boolean;
+  /** Whether this run's handler is known to have succeeded already: held, or marked in Redis. */
   has(jobId: string): Promise<boolean>;
   /**
    * Stops listening to the connection and writes the markers still held, waiting for Redis up
@@ -45,6 +57,8 @@ export interface CompletionLedgerOptions {
   readonly logger: Logger;
   /** How long a recorded run waits for others to share its write. Default: 20. */
   readonly batchMs?: number;
+  /** ACK_REPLICAS: how many replicas must hold a marker before a success is let go. */
+  readonly acks?: ReplicaAcks;
 }
 
 /** The key of the marker that says a run's handler succeeded. */
@@ -55,79 +69,118 @@ export function succeededMarkerKey(prefix: string, jobId: string): string {
 /** How long closing waits for the last markers to be written. */
 export const CLOSE_WAIT_MS = 2_000;
 
+/** How soon markers that could not be written (or replicated) are tried again. */
+const RETRY_MS = 1_000;
+
 export function createCompletionLedger({
   connection,
   prefix,
   ttlSeconds,
   logger,
   batchMs = 20,
+  acks,
 }: CompletionLedgerOptions): CompletionLedger {
+  const replicated = acks !== undefined && acks.replicas > 0;
+  const markers = replicated ? duplicate(connection) : connection;
+  if (replicated) {
+    // The worker's connection already reports an outage; this one's errors are the same ones.
+    markers.on('error', (error: Error) =>
+      logger.debug({ error: error.message }, 'completion ledger connection error'),
+    );
+  }
+  const writes = createReplicatedWrites({
+    connection: markers,
+    key: succeededMarkerKey(prefix, ''),
+    ...(acks ? { acks } : {}),
+  });
   /** Runs with a job, whose completion BullMQ has not confirmed. */
   const unconfirmed = new Set<string>();
-  /** Runs without a job, whose marker Redis does not hold yet. */
-  const unwritten = new Set<string>();
+  /** Successes whose marker Redis (and with ACK_REPLICAS, its replicas) may not hold yet. */
+  const unrecorded = new Set<string>();
   const markerKey = (jobId: string) => succeededMarkerKey(prefix, jobId);
+  let closed = false;
+  let failing = false;
 
-  /** Writes markers in one pipeline; on success forgets them from `held`. */
-  const writeMarkers = async (held: Set<string>) => {
-    const jobIds = [...held];
+  /** Writes the markers held so far in one pipeline; once they are safe, forgets them. */
+  const writeMarkers = async () => {
+    const jobIds = [...unrecorded];
     if (jobIds.length === 0) return;
-    const pipeline = connection.pipeline();
-    for (const jobId of jobIds) pipeline.set(markerKey(jobId), '1', 'EX', ttlSeconds);
-    const failed = (await pipeline.exec())?.find(([error]) => error);
-    if (failed) throw failed[0];
-    // Redis holds them now; memory keeps only what it does not.
-    for (const jobId of jobIds) held.delete(jobId);
+    await writes.store(async () => {
+      const pipeline = markers.pipeline();
+      for (const jobId of jobIds) pipeline.set(markerKey(jobId), '1', 'EX', ttlSeconds);
+      const failed = (await pipeline.exec())?.find(([error]) => error);
+      if (failed) throw failed[0];
+    });
+    for (const jobId of jobIds) unrecorded.delete(jobId);
   };
 
   let batch: Promise<void> | undefined;
-  const writeBatch = () => {
-    batch ??= sleep(batchMs).then(async () => {
+  const writeBatch = (delayMs = batchMs) => {
+    batch ??= sleep(delayMs, undefined, { ref: false }).then(async () => {
       batch = undefined;
-      // The worker's connection waits for Redis rather than failing; an error here is Redis
-      // refusing the write, and the markers stay held for the next batch or reconnection.
-      await writeMarkers(unwritten).catch((error: Error) =>
-        logger.warn({ error: error.message }, 'could not record completed handler runs'),
-      );
+      try {
+        await writeMarkers();
+        if (failing) logger.info('recorded the completed handler runs held in memory');
+        failing = false;
+      } catch (error) {
+        // Still held, and still what `has` reads: nothing is run again meanwhile.
+        if (!failing) {
+          logger.warn(
+            { runs: unrecorded.size, error: (error as Error).message },
+            'could not record completed handler runs; holding them and trying again',
+          );
+        }
+        failing = true;
+        if (!closed) void writeBatch(RETRY_MS);
+      }
     });
     return batch;
   };
 
-  const onReady = () => {
-    const backlog = unconfirmed.size;
-    if (unwritten.size > 0) void writeBatch();
-    writeMarkers(unconfirmed).then(
-      () => {
-        if (backlog > 0) {
-          logger.info(
-            { runs: backlog },
-            'recorded handler runs that completed while Redis was away',
-          );
-        }
-      },
-      // Still held in memory; the next reconnection tries again.
-      (error: Error) =>
-        logger.warn({ error: error.message }, 'could not record completed handler runs'),
-    );
+  const hold = (jobId: string) => {
+    unrecorded.add(jobId);
+    void writeBatch();
   };
-  connection.on('ready', onReady);
+
+  const onReady = () => {
+    // Completions BullMQ has not confirmed may never be: Redis may have refused them, or a
+    // failover lost them. Their markers say what the completions would have said.
+    if (unconfirmed.size > 0) {
+      logger.info(
+        { runs: unconfirmed.size },
+        'recording handler runs that completed while Redis was away',
+      );
+    }
+    for (const jobId of unconfirmed) unrecorded.add(jobId);
+    unconfirmed.clear();
+    if (unrecorded.size > 0) void writeBatch();
+  };
+  markers.on('ready', onReady);
+
+  const holds = (jobId: string) => unconfirmed.has(jobId) || unrecorded.has(jobId);
 
   return {
     succeeded: (jobId) => void unconfirmed.add(jobId),
-    confirmed: (jobId) => void unconfirmed.delete(jobId),
-    record(jobId) {
-      unwritten.add(jobId);
-      void writeBatch();
+    confirmed(jobId) {
+      if (!unconfirmed.delete(jobId)) return;
+      // BullMQ's completion is on the primary; a marker's WAIT tells when replicas have it.
+      if (replicated) hold(jobId);
     },
-    has: async (jobId) =>
-      unconfirmed.has(jobId) ||
-      unwritten.has(jobId) ||
-      (await connection.exists(markerKey(jobId))) > 0,
+    record: hold,
+    holds,
+    has: async (jobId) => holds(jobId) || (await connection.exists(markerKey(jobId))) > 0,
     async close() {
-      connection.off('ready', onReady);
-      if (unwritten.size === 0) return;
-      // The bound's timer does not keep the process alive once the batch is written.
-      await Promise.race([writeBatch(), sleep(CLOSE_WAIT_MS, undefined, { ref: false })]);
+      closed = true;
+      markers.off('ready', onReady);
+      if (unrecorded.size > 0) {
+        await Promise.race([writeBatch(), sleep(CLOSE_WAIT_MS, undefined, { ref: false })]);
+      }
+      if (replicated) await closeConnection(markers);
     },
   };
+}
+
+/** Another connection to the same Redis, with the same options. */
+function duplicate(connection: RedisConnection): RedisConnection {
+  return connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
 }

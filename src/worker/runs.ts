@@ -184,19 +184,19 @@ export function createRuns(options: RunsOptions): Runs {
     startedBefore: boolean,
   ): Promise<RunSummary | undefined> => {
     const runId = handlerRunJobId(delivery.key, handler.name);
-    // A routing job that starts for the first time has nothing earlier to find, and asks nothing.
-    if (startedBefore) {
-      const [completed, queued] = await Promise.all([
-        completions.has(runId),
-        handlerRunQueued(handlerRuns, runId),
-      ]);
-      if (completed || queued) {
-        logger.info(
-          { deliveryKey: delivery.key, handler: handler.name },
-          'handler run completed or queued before; not run again',
-        );
-        return { outcome: 'done before' };
-      }
+    // A routing job that starts for the first time has nothing earlier to find in Redis, and
+    // asks it nothing; only this process may hold a success a failover made Redis forget.
+    const doneBefore = startedBefore
+      ? (await Promise.all([completions.has(runId), handlerRunQueued(handlerRuns, runId)])).some(
+          Boolean,
+        )
+      : completions.holds(runId);
+    if (doneBefore) {
+      logger.info(
+        { deliveryKey: delivery.key, handler: handler.name },
+        'handler run completed or queued before; not run again',
+      );
+      return { outcome: 'done before' };
     }
     const attempted = await attempt(handler, delivery, 1);
     if (attempted === 'not wanted') return undefined;
@@ -262,8 +262,9 @@ export function createRuns(options: RunsOptions): Runs {
       throw new UnrecoverableError(failedFor);
     }
     // Started before without an outcome on record: a crash, or a completion Redis never got.
+    // A job that looks new may still be one whose completion a failover lost (as above).
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
-    if (startedBefore && (await completions.has(job.id!))) {
+    if (startedBefore ? await completions.has(job.id!) : completions.holds(job.id!)) {
       logger.info(
         { deliveryKey: delivery.key, handler: handler.name, outcome: 'completed' },
         'handler run had completed while Redis was away; not run again',

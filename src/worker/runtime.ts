@@ -16,6 +16,7 @@ import {
   type HandlerRunData,
 } from '../queue/handler-runs-queue.js';
 import type { RedisConnection } from '../queue/redis.js';
+import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import type { Delivery } from '../webhooks/delivery.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
@@ -33,6 +34,8 @@ export interface WorkerRuntimeOptions {
   readonly concurrency?: number;
   /** How long a run's markers are kept; see DEDUPE_TTL_SECONDS. */
   readonly dedupeTtlSeconds: number;
+  /** ACK_REPLICAS: how many replicas must hold a run's success before this process forgets it. */
+  readonly ackReplicas?: ReplicaAcks;
   /**
    * How long a job's lock lasts without renewal. A worker that dies mid-job loses its lock after
    * this long, and another worker takes the job over. Default: 30 000.
@@ -75,6 +78,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     prefix,
     ttlSeconds: options.dedupeTtlSeconds,
     logger,
+    ...(options.ackReplicas ? { acks: options.ackReplicas } : {}),
   });
   const runs = createRuns({ ...options, handlerRuns, completions });
 

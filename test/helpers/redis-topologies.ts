@@ -97,7 +97,8 @@ async function startNode({ dir, args, sentinel = false }: NodeOptions): Promise<
     port,
     address: `127.0.0.1:${port}`,
     async kill() {
-      if (!child || child.exitCode !== null) return;
+      // A node that a signal ended has a signalCode and no exitCode.
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');
       child.kill('SIGCONT');
       child.kill('SIGKILL');

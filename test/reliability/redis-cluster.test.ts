@@ -66,6 +66,7 @@ it('serves, triages, replays, retries and shares the rate limit on a cluster-mod
     TRIAGE_RULES: RULES,
     ...api,
     FEEDBACK_API_RATE_LIMIT: String(LIMIT_PER_MINUTE),
+    ACK_REPLICAS: '1',
   };
   const workers = [await cluster.work(workerEnv), await cluster.work(workerEnv)];
 

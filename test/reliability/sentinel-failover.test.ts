@@ -25,7 +25,11 @@ it('acknowledges only what survives the loss of the primary, and everything resu
   const { redis } = cluster;
   const oldPrimary = await redis.currentPrimary();
   const receiver = await cluster.serve({ ACK_REPLICAS: '1', ACK_REPLICAS_TIMEOUT_MS: '1000' });
-  const worker = await cluster.work({ WORKER_WATCHDOG_SECONDS: '5', HANDLER_DELAY_MS: '5' });
+  const worker = await cluster.work({
+    ACK_REPLICAS: '1',
+    WORKER_WATCHDOG_SECONDS: '5',
+    HANDLER_DELAY_MS: '5',
+  });
   const sender = createSender({ targets: () => [receiver.url], secret: SECRET });
 
   const streaming = sender.stream(DELIVERIES, { prefix: 'failover', concurrency: 4 });

@@ -162,6 +162,7 @@ describe('loadWorkerConfig', () => {
       logPretty: false,
       dedupeTtlSeconds: 604800,
       completedJobRetentionSeconds: 86400,
+      ackReplicas: { replicas: 0, timeoutMs: 1000 },
       api: { baseUrl: undefined, token: undefined, rateLimitPerMinute: 100, timeoutMs: 10_000 },
       handlerModules: [],
       concurrency: 10,
@@ -180,6 +181,11 @@ describe('loadWorkerConfig', () => {
     });
     expect(config.handlerModules).toEqual(['./a.mjs', './b.mjs']);
     expect(config.api.baseUrl).toBe('https://api.example.com');
+  });
+
+  it('reads ACK_REPLICAS, as the receiver does', () => {
+    const config = loadWorkerConfig({ ACK_REPLICAS: '2', ACK_REPLICAS_TIMEOUT_MS: '500' });
+    expect(config.ackReplicas).toEqual({ replicas: 2, timeoutMs: 500 });
   });
 
   it('reads the token from FEEDBACK_API_TOKEN_FILE', () => {

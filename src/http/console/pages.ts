@@ -374,11 +374,12 @@ function runItem(key: string, run: RunView): Html {
 }
 
 /**
- * Whether the page offers to run it again: it completed, and what is kept says so (its job, or
- * the record of the attempt that completed it while routing).
+ * Whether the page offers to run it again, as the API does (run-again.ts): it completed, and what
+ * is kept says how, its job or the routing's record of it, which counts its attempt (an earlier
+ * version's record has no attempt details). A run an earlier routing did has neither.
  */
 function canRunAgain(run: RunView): boolean {
-  return run.state === 'completed' && (run.runId !== undefined || run.history.length > 0);
+  return run.state === 'completed' && (run.runId !== undefined || run.attempts !== undefined);
 }
 
 /** Asks before a completed run (or every completed run) of a delivery runs again. */

@@ -1,0 +1,119 @@
+/**
+ * The completion ledger with ACK_REPLICAS=1 against a real primary and replica: a success is
+ * held in memory until the replica has its marker, so that a failover promoting the replica
+ * cannot make the worker forget it; without replicas to wait for, the primary's copy is enough.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import {
+  closeConnection,
+  createWorkerConnection,
+  waitForRedis,
+  type RedisConnection,
+} from '../../src/queue/redis.js';
+import {
+  createCompletionLedger,
+  succeededMarkerKey,
+  type CompletionLedger,
+} from '../../src/worker/completion-ledger.js';
+import { startPrimaryWithReplica, type ReplicatedRedis } from '../helpers/redis-topologies.js';
+
+let redis: ReplicatedRedis;
+let connection: RedisConnection;
+const ledgers: CompletionLedger[] = [];
+const logs: { msg: string }[] = [];
+const logger = createLogger({
+  level: 'info',
+  destination: { write: (line: string) => void logs.push(JSON.parse(line) as { msg: string }) },
+});
+
+beforeAll(async () => {
+  redis = await startPrimaryWithReplica();
+  connection = createWorkerConnection(redis.url, createLogger({ level: 'silent' }));
+  await waitForRedis(connection, redis.url);
+}, 30_000);
+
+afterEach(async () => {
+  redis.replica.resume();
+  await Promise.all(ledgers.splice(0).map((ledger) => ledger.close()));
+});
+
+afterAll(async () => {
+  await closeConnection(connection);
+  await redis.stop();
+});
+
+function openLedger(replicas: number) {
+  const prefix = `ledger-${randomUUID()}`;
+  const ledger = createCompletionLedger({
+    connection,
+    prefix,
+    ttlSeconds: 60,
+    logger,
+    acks: { replicas, timeoutMs: 200 },
+  });
+  ledgers.push(ledger);
+  return { ledger, marker: (runId: string) => succeededMarkerKey(prefix, runId) };
+}
+
+async function onReplica(key: string): Promise<number> {
+  const replica = redis.replica.client();
+  try {
+    return await replica.exists(key);
+  } finally {
+    replica.disconnect();
+  }
+}
+
+it('holds a success until the replica has its marker, then lets it go', async () => {
+  const { ledger, marker } = openLedger(1);
+  const failures = () =>
+    logs.filter((line) => line.msg.startsWith('could not record completed handler runs')).length;
+  const before = failures();
+  redis.replica.pause();
+  ledger.record('run-1');
+
+  // The primary has the marker, the stopped replica cannot confirm it: still held.
+  await vi.waitFor(() => expect(failures(), 'a WAIT that timed out').toBeGreaterThan(before), {
+    timeout: 5_000,
+  });
+  expect(await connection.exists(marker('run-1'))).toBe(1);
+  expect(ledger.holds('run-1')).toBe(true);
+  expect(await ledger.has('run-1')).toBe(true);
+
+  redis.replica.resume();
+  await vi.waitFor(() => expect(ledger.holds('run-1'), 'let go once replicated').toBe(false), {
+    timeout: 10_000,
+  });
+  expect(await onReplica(marker('run-1'))).toBe(1);
+  expect(await ledger.has('run-1'), 'the marker still says so').toBe(true);
+});
+
+it('holds a queued run until BullMQ confirms it, then until the replica has its marker', async () => {
+  const { ledger, marker } = openLedger(1);
+  redis.replica.pause();
+  ledger.succeeded('run-2');
+  expect(ledger.holds('run-2')).toBe(true);
+  ledger.confirmed('run-2');
+  await vi.waitFor(async () => expect(await connection.exists(marker('run-2'))).toBe(1), {
+    timeout: 5_000,
+  });
+  expect(ledger.holds('run-2'), 'the replica has not confirmed it').toBe(true);
+
+  redis.replica.resume();
+  await vi.waitFor(() => expect(ledger.holds('run-2')).toBe(false), { timeout: 10_000 });
+  expect(await onReplica(marker('run-2'))).toBe(1);
+});
+
+it('without replicas to wait for, lets a success go once the primary has its marker', async () => {
+  const { ledger, marker } = openLedger(0);
+  redis.replica.pause();
+  ledger.record('run-3');
+  await vi.waitFor(() => expect(ledger.holds('run-3')).toBe(false), { timeout: 5_000 });
+  expect(await connection.exists(marker('run-3'))).toBe(1);
+  // A queued run needs no marker: BullMQ's completion is the record.
+  ledger.succeeded('run-4');
+  ledger.confirmed('run-4');
+  expect(ledger.holds('run-4')).toBe(false);
+});
