@@ -49,7 +49,10 @@ export interface CompletionLedger {
 }
 
 export interface CompletionLedgerOptions {
-  /** The worker's connection: its `ready` event says Redis is back. */
+  /**
+   * The worker's connection, for reading markers. Markers are written on it too, or with
+   * ACK_REPLICAS on a duplicate of it; that one's `ready` event says Redis is back.
+   */
   readonly connection: RedisConnection;
   readonly prefix: string;
   /** How long a marker is kept: as long as a delivery is remembered. */
