@@ -121,6 +121,8 @@ export function createCompletionLedger({
   const writeBatch = (delayMs = batchMs) => {
     batch ??= sleep(delayMs, undefined, { ref: false }).then(async () => {
       batch = undefined;
+      // Not connected, yet or again: the `ready` event writes them once it is.
+      if (markers.status !== 'ready') return;
       try {
         await writeMarkers();
         if (failing) logger.info('recorded the completed handler runs held in memory');
