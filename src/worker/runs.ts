@@ -177,6 +177,15 @@ export function createRuns(options: RunsOptions): Runs {
       },
     );
 
+  /** Whether a run's success is known, or a job of its own was queued (by an earlier routing). */
+  const completedOrQueued = async (runId: string) => {
+    const [completed, queued] = await Promise.all([
+      completions.has(runId),
+      handlerRunQueued(handlerRuns, runId),
+    ]);
+    return completed || queued;
+  };
+
   /** Step 1 and 2: the first attempt, and what follows when it does not complete. */
   const firstAttempt = async (
     delivery: Delivery,
@@ -186,11 +195,7 @@ export function createRuns(options: RunsOptions): Runs {
     const runId = handlerRunJobId(delivery.key, handler.name);
     // A routing job that starts for the first time has nothing earlier to find in Redis, and
     // asks it nothing; only this process may hold a success a failover made Redis forget.
-    const doneBefore = startedBefore
-      ? (await Promise.all([completions.has(runId), handlerRunQueued(handlerRuns, runId)])).some(
-          Boolean,
-        )
-      : completions.holds(runId);
+    const doneBefore = startedBefore ? await completedOrQueued(runId) : completions.holds(runId);
     if (doneBefore) {
       logger.info(
         { deliveryKey: delivery.key, handler: handler.name },
