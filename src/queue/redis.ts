@@ -174,6 +174,12 @@ export async function waitForRedis(
 /** Connections this process closes on purpose; losing them is not news. */
 const closing = new WeakSet<RedisConnection>();
 
+/** Another connection to the same Redis, with the same options (and none of the listeners). */
+export function duplicateConnection(connection: RedisConnection): RedisConnection {
+  // The same call either way: TypeScript cannot call a method on the union of two overloads.
+  return connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
+}
+
 /** Closes a connection on purpose: waits for replies in flight, and logs no warning. */
 export async function closeConnection(connection: RedisConnection): Promise<void> {
   closing.add(connection);

@@ -24,10 +24,9 @@
  * looks new. Another worker that takes such a job before this one has written its markers to
  * the new primary does not know it ran.
  */
-import { Cluster } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logger.js';
-import { closeConnection, type RedisConnection } from '../queue/redis.js';
+import { closeConnection, duplicateConnection, type RedisConnection } from '../queue/redis.js';
 import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
 
 export interface CompletionLedger {
@@ -84,7 +83,7 @@ export function createCompletionLedger({
   acks,
 }: CompletionLedgerOptions): CompletionLedger {
   const replicated = acks !== undefined && acks.replicas > 0;
-  const markers = replicated ? duplicate(connection) : connection;
+  const markers = replicated ? duplicateConnection(connection) : connection;
   if (replicated) {
     // The worker's connection already reports an outage; this one's errors are the same ones.
     markers.on('error', (error: Error) =>
@@ -183,9 +182,4 @@ export function createCompletionLedger({
       if (replicated) await closeConnection(markers);
     },
   };
-}
-
-/** Another connection to the same Redis, with the same options. */
-function duplicate(connection: RedisConnection): RedisConnection {
-  return connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
 }
