@@ -76,6 +76,23 @@ export default tseslint.config(
     },
   },
   {
+    // Pages and their API read runs through src/runs, never through the worker that makes them.
+    files: ['src/http/**/*.ts', 'src/runs/**/*.ts'],
+    rules: {
+      'no-restricted-imports': restrictedImports([
+        {
+          group: ['**/worker/*', '**/worker/**', '**/worker-process.js'],
+          message:
+            'src/http and src/runs know nothing of the worker (src/worker) that runs handlers.',
+        },
+        {
+          group: ['**/cli/*', '**/cli/**'],
+          message: 'Nothing imports the command line (src/cli).',
+        },
+      ]),
+    },
+  },
+  {
     // The logger is built before configuration is read, and configuration errors are logged.
     files: ['src/logger.ts'],
     rules: {

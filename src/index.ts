@@ -117,19 +117,16 @@ export {
   type WorkerRuntime,
   type WorkerRuntimeOptions,
 } from './worker/runtime.js';
-export {
-  findRunOutcome,
-  type RoutingResult,
-  type RunOutcome,
-  type RunSummary,
-} from './worker/runs.js';
+export { createRunReader, type RunReader, type RunState, type RunView } from './runs/run-reader.js';
 export { decideRun, retryDelayMs, type RunDecision } from './worker/run-policy.js';
-export { createDeadLetter, type DeadLetter, type DeadLetterEntry } from './queue/dead-letter.js';
+export { createDeadLetter, type DeadLetter, type DeadLetterEntry } from './runs/dead-letter.js';
 export {
   createHandlerRunsQueue,
   HANDLER_RUNS_QUEUE,
+  type AttemptRecord,
   type HandlerRunData,
-} from './queue/handler-runs-queue.js';
+  type RoutingResult,
+} from './runs/handler-runs-queue.js';
 export { createWorkerConnection } from './queue/redis.js';
 export {
   createTriageHandler,

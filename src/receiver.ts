@@ -11,16 +11,16 @@ import { createApp, type AppDeps } from './http/app.js';
 import { answerClientError } from './http/client-error.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { keepCompletedFor, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
-import { HANDLER_RUN_RETENTION } from './queue/handler-runs-queue.js';
-import { createDeadLetter } from './queue/dead-letter.js';
+import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
+import { createDeadLetter } from './runs/dead-letter.js';
 import { createDeliveryStats, readDeliveryStats } from './queue/delivery-stats.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
 import { openProducerQueues } from './queue/producer-queues.js';
 import { redisAnswers, waitForRedis, type RedisConnection } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
-import { createDeliveryLog } from './worker/delivery-log.js';
-import { createRunAgain } from './worker/run-again.js';
+import { createDeliveryLog } from './runs/delivery-log.js';
+import { createRunAgain } from './runs/restart.js';
+import { createRunReader } from './runs/run-reader.js';
 
 export interface ReceiverDeps extends AppDeps {
   readonly connection: RedisConnection;
@@ -48,6 +48,8 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
   metrics.watchQueues(watched);
   const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
   const stats = createDeliveryStats({ connection, prefix: config.queuePrefix, logger });
+  const markers = { connection, prefix: config.queuePrefix };
+  const runReader = createRunReader(deliveries.queue, handlerRuns);
   let draining = false;
   return {
     scheme: createSignatureScheme(config.webhook),
@@ -64,21 +66,12 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
           token: config.adminToken,
           queues: watched,
           deliveryConsole: {
-            deliveryLog: createDeliveryLog(deliveries.queue, handlerRuns, quarantine),
+            deliveryLog: createDeliveryLog(deliveries.queue, runReader, quarantine),
             quarantine,
             deliveries,
-            deadLetter: createDeadLetter(handlerRuns, deliveries.queue),
-            runAgain: createRunAgain({
-              deliveries: deliveries.queue,
-              handlerRuns,
-              connection,
-              prefix: config.queuePrefix,
-              dedupeTtlSeconds: config.dedupeTtlSeconds,
-              retention: keepCompletedFor(
-                HANDLER_RUN_RETENTION,
-                config.completedJobRetentionSeconds,
-              ),
-            }),
+            deadLetter: createDeadLetter({ handlerRuns, deliveries: deliveries.queue, markers }),
+            runs: runReader,
+            runAgain: createRunAgain({ reader: runReader, markers }),
             queues: watched,
             readStats: () => readDeliveryStats(connection, config.queuePrefix),
           },

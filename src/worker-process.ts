@@ -9,7 +9,7 @@ import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { keepCompletedFor } from './queue/deliveries-queue.js';
-import { HANDLER_RUN_RETENTION } from './queue/handler-runs-queue.js';
+import { HANDLER_RUN_RETENTION } from './runs/handler-runs-queue.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
 import { closeConnection, createWorkerConnection, waitForRedis } from './queue/redis.js';
 import type { Handler } from './worker/handler.js';

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiClient } from '../api/client.js';
 import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
-import { findRunOutcome } from '../worker/runs.js';
+import { createRunReader } from '../runs/run-reader.js';
 import { startReceiver } from '../receiver.js';
 import { SANDBOX_TOKEN } from '../sandbox/seed.js';
 import { startSandbox } from '../sandbox/server.js';
@@ -121,18 +121,14 @@ component's log lines.`,
       const rules = await step('Waiting until every record is triaged', async () => {
         const fired = new Map<string, string>();
         const deadline = Date.now() + TRIAGE_DEADLINE_MS;
+        const runs = createRunReader(worker.deliveries, worker.handlerRuns);
         while (fired.size < before.length) {
           for (const record of before) {
             if (fired.has(record.id)) continue;
-            const run = await findRunOutcome(
-              worker.deliveries,
-              worker.handlerRuns,
-              `feedback.created:${record.id}`,
-              TRIAGE_HANDLER_NAME,
-            );
-            if (run.state === 'pending') continue;
-            if (run.state === 'failed')
-              throw new Error(`triage of ${record.id} failed: ${run.reason}`);
+            const run = await runs.find(`feedback.created:${record.id}`, TRIAGE_HANDLER_NAME);
+            if (run === undefined || run.state === 'pending') continue;
+            if (run.state !== 'completed')
+              throw new Error(`triage of ${record.id} ${run.state}: ${run.reason ?? ''}`);
             const matched = (run.result as { matched?: string[] } | null)?.matched ?? [];
             fired.set(record.id, matched.join(', ') || '(none)');
           }

@@ -1,7 +1,7 @@
 /** Connections and queues for the operator commands (deliveries, quarantine). */
 import { loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
-import { createDeadLetter } from '../queue/dead-letter.js';
+import { createDeadLetter } from '../runs/dead-letter.js';
 import type { DeliveryQueueProducer } from '../queue/deliveries-queue.js';
 import { openProducerQueues } from '../queue/producer-queues.js';
 import { createQuarantine } from '../queue/quarantine.js';
@@ -23,7 +23,11 @@ export async function withQueues<T>(
   try {
     await waitForRedis(connection, config.redisUrl);
     return await use({
-      deadLetter: createDeadLetter(handlerRuns, deliveries.queue),
+      deadLetter: createDeadLetter({
+        handlerRuns,
+        deliveries: deliveries.queue,
+        markers: { connection, prefix: config.queuePrefix },
+      }),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
       deliveries,
     });

@@ -14,7 +14,8 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { createConsoleRouter, type ConsoleSources } from './console/console-router.js';
+import { createConsoleRouter } from './console/console-router.js';
+import type { ConsoleSources } from './console/console-sources.js';
 import { CONSOLE_PATH } from './console/pages.js';
 import { sendProblem } from './send-problem.js';
 

@@ -12,7 +12,7 @@ import {
   keepCompletedFor,
   type DeliveryQueueProducer,
 } from './deliveries-queue.js';
-import { createHandlerRunsQueue, type HandlerRunData } from './handler-runs-queue.js';
+import { createHandlerRunsQueue, type HandlerRunData } from '../runs/handler-runs-queue.js';
 import {
   closeConnection,
   createProducerConnection,

@@ -4,6 +4,7 @@
  * producer fails fast, so a sender gets a 503 in well under two seconds instead of waiting on a
  * dead Redis; workers wait patiently instead.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { QueueUnavailableError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -180,10 +181,25 @@ export function duplicateConnection(connection: RedisConnection): RedisConnectio
   return connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
 }
 
-/** Closes a connection on purpose: waits for replies in flight, and logs no warning. */
+/** How long closing a connection waits for the replies in flight before it cuts it. */
+export const CLOSE_WITHIN_MS = 2_000;
+
+/**
+ * Closes a connection on purpose: waits for replies in flight (at most CLOSE_WITHIN_MS, so a
+ * Redis that is away cannot hold a shutdown), and logs no warning.
+ */
 export async function closeConnection(connection: RedisConnection): Promise<void> {
   closing.add(connection);
-  await connection.quit().catch(() => connection.disconnect());
+  const quit = connection.quit().then(
+    () => 'closed' as const,
+    () => 'failed' as const,
+  );
+  if (
+    (await Promise.race([quit, sleep(CLOSE_WITHIN_MS, 'late' as const, { ref: false })])) !==
+    'closed'
+  ) {
+    connection.disconnect();
+  }
 }
 
 /** Logs when the connection is lost and when it is back, once each, not on every retry. */

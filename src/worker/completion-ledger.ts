@@ -1,39 +1,33 @@
 /**
- * Remembers handler runs that succeeded, so that they are not run again.
+ * Remembers handler runs that succeeded while Redis may not know it, so that they are not run
+ * again.
  *
- * A run made while routing (the first attempt) has no job of its own: its success is written as a
- * marker with the deduplication TTL, checked by a routing job that starts again (after a crash, a
- * completion Redis never got, or a retry). The markers of all runs that succeed within a short
- * window go out together, in one write, after the runs' jobs have moved on, so a run adds no
- * round trip to its job's path. Until its marker is in Redis, a success is held in memory, which
- * the same check reads.
- *
- * A queued run's success is recorded by BullMQ's completion of its job, with one command after
- * the handler returns. When Redis is away at that moment, the command waits for it; if Redis is
- * away longer than the job's lock (a restart restores the lock's absolute expiry), the completion
- * is refused, the job counts as stalled, and it would run a second time. So each such success is
- * held in memory until BullMQ confirms the completion; whatever is still held when Redis comes
- * back is written as a marker, and a run that was started before without an outcome checks the
- * marker (and the memory) first. Normal queued runs pay nothing: no command, no round trip.
+ * A run's success is recorded by BullMQ's completion of its job, with one command after the
+ * handler returns. When Redis is away at that moment, the command waits for it; if Redis is away
+ * longer than the job's lock (a restart restores the lock's absolute expiry), the completion is
+ * refused, the job counts as stalled, and it would run a second time. So each success is held in
+ * memory until BullMQ confirms the completion; whatever is still held when Redis comes back is
+ * written as a marker with the deduplication TTL, and a run that was started before without an
+ * outcome checks the marker (and the memory) first. Normal runs pay nothing: no command, no
+ * round trip.
  *
  * Redis replicates asynchronously, so a failover can promote a replica that never got a run's
  * completion: there, its job waits as if it had never started. With ACK_REPLICAS=n a success is
- * held until n replicas have its marker (a marker for queued runs too, once BullMQ confirms),
- * checked with `WAIT` on a connection of the ledger's own, since WAIT blocks the connection it
- * is sent on. Every run this process takes is checked against what it holds, even one whose job
- * looks new. Another worker that takes such a job before this one has written its markers to
- * the new primary does not know it ran.
+ * held until n replicas have its marker (once BullMQ confirms the completion), checked with
+ * `WAIT` on a connection of the ledger's own, since WAIT blocks the connection it is sent on.
+ * Every run this process takes is checked against what it holds, even one whose job looks new.
+ * Another worker that takes such a job before this one has written its markers to the new
+ * primary does not know it ran.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logger.js';
 import { closeConnection, duplicateConnection, type RedisConnection } from '../queue/redis.js';
 import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
+import { succeededMarkerKey } from '../runs/handler-runs-queue.js';
 
 export interface CompletionLedger {
-  /** The handler of this run, which has a job of its own, returned. */
+  /** The handler of this run returned. */
   succeeded(jobId: string): void;
-  /** The handler of this run, which has no job, returned: its marker is written soon. */
-  record(jobId: string): void;
   /** BullMQ recorded the run as completed. */
   confirmed(jobId: string): void;
   /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
@@ -41,8 +35,9 @@ export interface CompletionLedger {
   /** Whether this run's handler is known to have succeeded already: held, or marked in Redis. */
   has(jobId: string): Promise<boolean>;
   /**
-   * Stops listening to the connection and writes the markers still held, waiting for Redis up
-   * to `CLOSE_WAIT_MS`: a shutdown does not hang on a Redis that is away.
+   * Stops listening to the connection and writes the markers of every success still held,
+   * waiting for Redis up to `CLOSE_WAIT_MS`: a shutdown does not hang on a Redis that is away.
+   * What cannot be written is logged at error, with the run ids.
    */
   close(): Promise<void>;
 }
@@ -61,11 +56,6 @@ export interface CompletionLedgerOptions {
   readonly batchMs?: number;
   /** ACK_REPLICAS: how many replicas must hold a marker before a success is let go. */
   readonly acks?: ReplicaAcks;
-}
-
-/** The key of the marker that says a run's handler succeeded. */
-export function succeededMarkerKey(prefix: string, jobId: string): string {
-  return `${prefix}:handler-runs:succeeded:${jobId}`;
 }
 
 /** How long closing waits for the last markers to be written. */
@@ -170,14 +160,29 @@ export function createCompletionLedger({
       // BullMQ's completion is on the primary; a marker's WAIT tells when replicas have it.
       if (replicated) hold(jobId);
     },
-    record: hold,
     holds,
     has: async (jobId) => holds(jobId) || (await connection.exists(markerKey(jobId))) > 0,
     async close() {
       closed = true;
       markers.off('ready', onReady);
+      // A completion BullMQ has not confirmed by now (Redis away, or a handler abandoned at
+      // shutdown) may never be: its marker says so to the worker that takes the job next.
+      for (const jobId of unconfirmed) unrecorded.add(jobId);
+      unconfirmed.clear();
       if (unrecorded.size > 0) {
-        await Promise.race([writeBatch(), sleep(CLOSE_WAIT_MS, undefined, { ref: false })]);
+        const written = await Promise.race([
+          writeMarkers().then(
+            () => true,
+            () => false,
+          ),
+          sleep(CLOSE_WAIT_MS, false, { ref: false }),
+        ]);
+        if (!written) {
+          logger.error(
+            { runs: [...unrecorded] },
+            'could not record completed handler runs before exit: Redis is away; they may run again',
+          );
+        }
       }
       if (replicated) await closeConnection(markers);
     },

@@ -1,19 +1,18 @@
 /**
- * A run is one handler's work on one delivery. Its whole life is here; docs/runs.md draws it.
+ * Routing a delivery and making each attempt of its runs. docs/runs.md draws every exit.
  *
- * 1. The routing job (a `deliveries` job) makes the first attempt of every run of its delivery:
- *    most runs complete at once and need no job of their own.
- * 2. A run whose first attempt did not complete goes on as a `handler-runs` job, in the state
- *    the attempt's decision says: delayed (retry or wait), waiting (interrupted), or failing at
- *    once into the dead letter.
- * 3. Each later attempt is that job's, decided the same way (run-policy.ts) and applied with
- *    BullMQ's own moves: return (completed), throw (retry, with our backoff), moveToDelayed
- *    (wait), UnrecoverableError (fail), moveToWait (interrupted).
- * 4. A run that completed is never run again: the routing job's return value and a marker (see
- *    completion-ledger.ts) say so to a job that starts again after a crash or a retry. (Only an
- *    operator runs it again on purpose: run-again.ts.)
- * 5. Each attempt leaves a record for the console: the first in the routing job's return value
- *    or in the data of the job it queued, each later one as a line of its job's logs.
+ * 1. Routing (a `deliveries` job) asks each handler of the event whether it wants the record,
+ *    adds one `handler-runs` job per handler that does, in one call, and completes. It runs no
+ *    handler.
+ * 2. Every attempt of a run, the first included, is made by `run`, the `handler-runs` worker's
+ *    processor. What an attempt's outcome means is decided by run-policy.ts and applied with
+ *    BullMQ's own moves: return (completed), throw (retry, after the handler's backoff),
+ *    moveToDelayed (wait out a rate limit), UnrecoverableError (fail: the dead letter),
+ *    moveToWait (interrupted by shutdown). A run's state is its job's.
+ * 3. A run whose handler this worker does not have (a rolling deploy) waits for a worker that
+ *    has it, without spending an attempt.
+ * 4. A run that completed is not run again: a job that was started before without an outcome
+ *    asks the completion ledger first (completion-ledger.ts).
  */
 import {
   DelayedError,
@@ -26,38 +25,19 @@ import {
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { findDelivery, type JobRetention } from '../queue/deliveries-queue.js';
+import type { JobRetention } from '../queue/deliveries-queue.js';
 import {
-  addHandlerRun,
-  handlerRunJobId,
-  handlerRunQueued,
+  addRuns,
   logAttempt,
-  startingAfresh,
   type AttemptRecord,
   type HandlerRunData,
-} from '../queue/handler-runs-queue.js';
+  type RoutingResult,
+} from '../runs/handler-runs-queue.js';
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { RunContext, type RunBindings } from './run-context.js';
 import { decideRun, retryDelayMs, type AttemptResult, type RunDecision } from './run-policy.js';
-
-/** What became of a handler's run of a delivery while routing it. */
-export type RunSummary =
-  | {
-      readonly outcome: 'completed';
-      readonly result: unknown;
-      /** The attempt that completed it (absent from results of earlier versions). */
-      readonly attempt?: AttemptRecord;
-    }
-  | { readonly outcome: 'queued' | 'done before' };
-
-/** A routed delivery's job's return value. */
-export interface RoutingResult {
-  /** The handlers that wanted the delivery. */
-  readonly handlers: readonly string[];
-  readonly runs: Readonly<Record<string, RunSummary>>;
-}
 
 export interface RunsOptions {
   readonly handlers: readonly Handler[];
@@ -74,22 +54,20 @@ export interface RunsOptions {
 export interface Runs {
   /** The `deliveries` worker's processor. */
   route(job: Job<unknown>): Promise<RoutingResult>;
-  /** The `handler-runs` worker's processor. */
-  runQueued(job: Job<HandlerRunData>, token?: string): Promise<unknown>;
+  /** The `handler-runs` worker's processor: one attempt of a run. */
+  run(job: Job<HandlerRunData>, token?: string): Promise<unknown>;
   /** The `handler-runs` worker's backoff strategy: the delay the retry decision chose. */
   backoff(attemptsMade: number, type?: string, error?: Error, job?: MinimalJob): number;
   /** From now on, an attempt whose signal fires is interrupted, not failed. */
   shutDown(): void;
   /** Fires the signal of every attempt in flight. Returns how many there were. */
   abortAll(reason: Error): number;
+  /** The ids of the runs whose attempt is in flight. */
+  inFlight(): string[];
 }
 
-/** What an attempt came to, with what the handler threw, if it threw, and its record. */
-interface Attempted {
-  readonly decision: RunDecision;
-  readonly error: unknown;
-  readonly record: AttemptRecord;
-}
+/** How long a run waits for a worker that has its handler, spread by up to half again. */
+export const MISSING_HANDLER_WAIT_MS = 5_000;
 
 /** The metric label and recorded outcome of each decision. */
 const OUTCOME_LABEL: Record<RunDecision['kind'], AttemptRecord['outcome']> = {
@@ -103,202 +81,100 @@ const OUTCOME_LABEL: Record<RunDecision['kind'], AttemptRecord['outcome']> = {
 export function createRuns(options: RunsOptions): Runs {
   const { handlers, handlerRuns, completions, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
-  const inFlight = new Set<RunContext>();
+  const inFlight = new Map<RunContext, string>();
   /** The delay of each retry decided and not yet taken by BullMQ, by job id. */
   const retryDelays = new Map<string, number>();
+  /** Handlers this worker lacks that it has said so for, once each. */
+  const missing = new Set<string>();
   let shuttingDown = false;
-
-  /** Asks the handler's `where`, then runs its `handle`: what came of it, or that it does not want the record. */
-  const runHandler = async (
-    handler: Handler,
-    delivery: Delivery,
-    bindings: RunBindings,
-  ): Promise<AttemptResult | 'not wanted'> => {
-    try {
-      if (handler.where && !handler.where(delivery.record)) return 'not wanted';
-    } catch (error) {
-      return { ok: false, error: new UnrecoverableError(`where() threw: ${describe(error)}`) };
-    }
-    const run = new RunContext(delivery, bindings, { api, logger });
-    inFlight.add(run);
-    try {
-      return { ok: true, result: await handler.handle(run) };
-    } catch (error) {
-      return { ok: false, error, interrupted: shuttingDown && RunContext.aborted(run) };
-    } finally {
-      inFlight.delete(run);
-    }
-  };
-
-  /** One attempt, decided by the policy, with its log line and metrics. */
-  const attempt = async (
-    handler: Handler,
-    delivery: Delivery,
-    number: number,
-  ): Promise<Attempted | 'not wanted'> => {
-    const bindings = { deliveryKey: delivery.key, handler: handler.name, attempt: number };
-    const startedAt = new Date().toISOString();
-    const started = performance.now();
-    const result = await runHandler(handler, delivery, bindings);
-    if (result === 'not wanted') return result;
-    const decision = decideRun(result, {
-      attempt: number,
-      attempts: handler.attempts,
-      backoff: handler.backoff,
-    });
-    const ms = Math.round(performance.now() - started);
-    report(logger, { ...bindings, ms }, decision);
-    const outcome = OUTCOME_LABEL[decision.kind];
-    const labels = { handler: handler.name, outcome };
-    options.metrics?.handlerRuns.inc(labels);
-    options.metrics?.handlerRunDuration.observe(labels, ms / 1000);
-    const record: AttemptRecord = {
-      attempt: number,
-      of: handler.attempts,
-      startedAt,
-      ms,
-      outcome,
-      ...(result.ok ? {} : { error: describe(result.error) }),
-    };
-    return { decision, error: result.ok ? undefined : result.error, record };
-  };
-
-  const queueRun = (
-    delivery: Delivery,
-    handler: Handler,
-    run: Omit<Parameters<typeof addHandlerRun>[1], 'delivery' | 'handler' | 'attempts'>,
-  ) =>
-    addHandlerRun(
-      handlerRuns,
-      { delivery, handler: handler.name, attempts: handler.attempts, ...run },
-      {
-        dedupeTtlSeconds: options.dedupeTtlSeconds,
-        ...(options.retention ? { retention: options.retention } : {}),
-      },
-    );
-
-  /** Whether a run's success is known, or a job of its own was queued (by an earlier routing). */
-  const completedOrQueued = async (runId: string) => {
-    const [completed, queued] = await Promise.all([
-      completions.has(runId),
-      handlerRunQueued(handlerRuns, runId),
-    ]);
-    return completed || queued;
-  };
-
-  /** Step 1 and 2: the first attempt, and what follows when it does not complete. */
-  const firstAttempt = async (
-    delivery: Delivery,
-    handler: Handler,
-    startedBefore: boolean,
-  ): Promise<RunSummary | undefined> => {
-    const runId = handlerRunJobId(delivery.key, handler.name);
-    // A routing job that starts for the first time has nothing earlier to find in Redis, and
-    // asks it nothing; only this process may hold a success a failover made Redis forget.
-    const doneBefore = startedBefore ? await completedOrQueued(runId) : completions.holds(runId);
-    if (doneBefore) {
-      logger.info(
-        { deliveryKey: delivery.key, handler: handler.name },
-        'handler run completed or queued before; not run again',
-      );
-      return { outcome: 'done before' };
-    }
-    const attempted = await attempt(handler, delivery, 1);
-    if (attempted === 'not wanted') return undefined;
-    const { decision, record: firstAttempt } = attempted;
-    switch (decision.kind) {
-      case 'completed':
-        completions.record(runId);
-        return { outcome: 'completed', result: decision.result, attempt: firstAttempt };
-      case 'retry':
-        await queueRun(delivery, handler, {
-          data: { firstAttempt, attemptsBefore: 1 },
-          delayMs: decision.delayMs,
-        });
-        break;
-      case 'wait':
-        await queueRun(delivery, handler, { data: { firstAttempt }, delayMs: decision.delayMs });
-        break;
-      case 'fail':
-        await queueRun(delivery, handler, { data: { firstAttempt, failedFor: decision.reason } });
-        break;
-      case 'interrupted':
-        await queueRun(delivery, handler, { data: { firstAttempt } });
-        break;
-    }
-    return { outcome: 'queued' };
-  };
 
   const route = async (job: Job<unknown>): Promise<RoutingResult> => {
     const check = readDelivery(job.data);
     if (!check.ok) throw notADelivery(logger, job, check.issues);
     const { delivery } = check;
-    const startedBefore = job.attemptsStarted > 1;
-    const subscribed = handlers.filter((handler) => handler.events.includes(delivery.event));
-    const summaries = await Promise.all(
-      subscribed.map(async (handler) => {
-        const summary = await firstAttempt(delivery, handler, startedBefore);
-        return summary && ([handler.name, summary] as const);
-      }),
+    const taking = handlers.filter(
+      (handler) => handler.events.includes(delivery.event) && wants(handler, delivery),
     );
-    const runs = Object.fromEntries(summaries.filter((entry) => entry !== undefined));
-    const names = Object.keys(runs);
+    await addRuns(
+      handlerRuns,
+      { deliveryJobId: job.id!, delivery },
+      taking.map(({ name, attempts }) => ({ handler: name, attempts })),
+      { dedupeTtlSeconds: options.dedupeTtlSeconds, retention: options.retention },
+    );
+    const names = taking.map(({ name }) => name);
     // Each run logs its own line with the delivery's key; a delivery no handler took says so.
     logger[names.length === 0 ? 'info' : 'debug'](
       { deliveryKey: delivery.key, handlers: names },
       'delivery routed',
     );
-    return { handlers: names, runs };
+    return { handlers: names };
   };
 
-  /** Step 3: a later attempt, as a `handler-runs` job. */
-  const runQueued = async (job: Job<HandlerRunData>, token?: string): Promise<unknown> => {
+  const run = async (job: Job<HandlerRunData>, token?: string): Promise<unknown> => {
     const check = readDelivery(job.data.delivery);
     if (!check.ok) throw notADelivery(logger, job, check.issues);
     const { delivery } = check;
-    const { attemptsBefore = 0, failedFor } = job.data;
-    // What a run that fails for good keeps, so that a retry from the dead letter starts afresh.
-    const afresh = startingAfresh({ ...job.data, delivery });
     const handler = byName.get(job.name);
-    if (!handler) throw new UnrecoverableError(`no handler named "${job.name}" is loaded`);
-    if (failedFor !== undefined) {
-      // Logged when the first attempt failed. Forgotten, so that a retry from the dead letter runs.
-      await job.updateData(afresh);
-      throw new UnrecoverableError(failedFor);
-    }
-    // Started before without an outcome on record: a crash, or a completion Redis never got.
-    // A job that looks new may still be one whose completion a failover lost (as above).
+    if (!handler) return waitForHandler(job, token);
+    // Started before without an outcome: a crash, or a completion Redis never got. A job that
+    // looks new may still be one whose completion a failover lost (see completion-ledger.ts).
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
     if (startedBefore ? await completions.has(job.id!) : completions.holds(job.id!)) {
       logger.info(
         { deliveryKey: delivery.key, handler: handler.name, outcome: 'completed' },
-        'handler run had completed while Redis was away; not run again',
+        'handler run had completed before; not run again',
       );
       return null;
     }
 
-    const attempted = await attempt(handler, delivery, attemptsBefore + job.attemptsMade + 1);
-    if (attempted === 'not wanted') return { skipped: 'where() no longer wants this record' };
-    const { decision, error, record } = attempted;
-    await logAttempt(job, record).catch((logError: Error) =>
-      logger.warn(
-        { deliveryKey: delivery.key, handler: handler.name, error: logError.message },
-        'could not record the attempt for the console',
-      ),
-    );
+    const bindings = {
+      deliveryKey: delivery.key,
+      handler: handler.name,
+      attempt: job.attemptsMade + 1,
+    };
+    const startedAt = new Date().toISOString();
+    const started = performance.now();
+    const result = await attempt(handler, delivery, bindings, job.id!);
+    const decision = decideRun(result, {
+      attempt: bindings.attempt,
+      attempts: job.opts.attempts ?? handler.attempts,
+      backoff: handler.backoff,
+    });
+    const ms = Math.round(performance.now() - started);
+    report(logger, { ...bindings, ms }, decision);
+    const outcome = OUTCOME_LABEL[decision.kind];
+    options.metrics?.handlerRuns.inc({ handler: handler.name, outcome });
+    options.metrics?.handlerRunDuration.observe({ handler: handler.name, outcome }, ms / 1000);
+    if (decision.kind !== 'completed') {
+      // The attempt that completes a run is the job's completion; every other one is a log line.
+      const record: AttemptRecord = {
+        attempt: bindings.attempt,
+        of: job.opts.attempts ?? handler.attempts,
+        startedAt,
+        ms,
+        outcome,
+        ...(result.ok ? {} : { error: describe(result.error) }),
+      };
+      await logAttempt(job, record).catch((error: Error) =>
+        logger.warn(
+          { deliveryKey: delivery.key, handler: handler.name, error: error.message },
+          'could not record the attempt for the console',
+        ),
+      );
+    }
     switch (decision.kind) {
       case 'completed':
         completions.succeeded(job.id!);
         return decision.result;
       case 'retry':
         retryDelays.set(job.id!, decision.delayMs);
-        throw error instanceof Error ? error : new Error(decision.reason);
+        throw !result.ok && result.error instanceof Error
+          ? result.error
+          : new Error(decision.reason);
       case 'wait':
         await job.moveToDelayed(Date.now() + decision.delayMs, token);
         throw new DelayedError();
       case 'fail':
-        // A retry from the dead letter starts afresh, with all of the handler's attempts.
-        if (attemptsBefore > 0) await job.updateData(afresh);
         throw new UnrecoverableError(decision.reason);
       case 'interrupted':
         await job.moveToWait(token);
@@ -306,9 +182,48 @@ export function createRuns(options: RunsOptions): Runs {
     }
   };
 
+  /** Asks `where` again (the record may no longer be wanted), then runs `handle`. */
+  const attempt = async (
+    handler: Handler,
+    delivery: Delivery,
+    bindings: RunBindings,
+    runId: string,
+  ): Promise<AttemptResult> => {
+    try {
+      if (handler.where && !handler.where(delivery.record)) {
+        return { ok: true, result: { skipped: 'where() no longer wants this record' } };
+      }
+    } catch (error) {
+      return { ok: false, error: new UnrecoverableError(`where() threw: ${describe(error)}`) };
+    }
+    const context = new RunContext(delivery, bindings, { api, logger });
+    inFlight.set(context, runId);
+    try {
+      return { ok: true, result: await handler.handle(context) };
+    } catch (error) {
+      return { ok: false, error, interrupted: shuttingDown && RunContext.aborted(context) };
+    } finally {
+      inFlight.delete(context);
+    }
+  };
+
+  /** A rolling deploy: another worker has this handler. The run waits for it, no attempt spent. */
+  const waitForHandler = async (job: Job<HandlerRunData>, token?: string): Promise<never> => {
+    if (!missing.has(job.name)) {
+      missing.add(job.name);
+      logger.warn(
+        { handler: job.name },
+        'a run of a handler this worker does not have: left for a worker that has it',
+      );
+    }
+    const waitMs = MISSING_HANDLER_WAIT_MS * (1 + Math.random() / 2);
+    await job.moveToDelayed(Date.now() + waitMs, token);
+    throw new DelayedError();
+  };
+
   return {
     route,
-    runQueued,
+    run,
     backoff(attemptsMade, _type, _error, job) {
       const decided = job?.id === undefined ? undefined : retryDelays.get(job.id);
       if (decided !== undefined) {
@@ -324,10 +239,24 @@ export function createRuns(options: RunsOptions): Runs {
       shuttingDown = true;
     },
     abortAll(reason) {
-      for (const run of inFlight) RunContext.abort(run, reason);
+      for (const context of inFlight.keys()) RunContext.abort(context, reason);
       return inFlight.size;
     },
+    inFlight: () => [...inFlight.values()],
   };
+}
+
+/**
+ * Whether routing adds a run for this handler: its `where` holds, or threw. A `where` that throws
+ * gets a run all the same, whose first attempt fails it with the error, so that the delivery
+ * waits in the dead letter for the handler to be fixed instead of being dropped.
+ */
+function wants(handler: Handler, delivery: Delivery): boolean {
+  try {
+    return handler.where === undefined || handler.where(delivery.record);
+  } catch {
+    return true;
+  }
 }
 
 /**
@@ -375,32 +304,4 @@ function notADelivery(
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-export type RunOutcome =
-  | { readonly state: 'completed'; readonly result: unknown }
-  | { readonly state: 'failed'; readonly reason: string }
-  | { readonly state: 'pending' };
-
-/** Where a handler's run of a delivery stands, read from the queues. */
-export async function findRunOutcome(
-  deliveries: Queue<Delivery>,
-  handlerRuns: Queue<HandlerRunData>,
-  deliveryKey: string,
-  handlerName: string,
-): Promise<RunOutcome> {
-  const routing = await findDelivery(deliveries, deliveryKey);
-  // The state first: a finished job is final, so what is read after it is complete.
-  if (!routing || (await routing.getState()) !== 'completed') return { state: 'pending' };
-  const { returnvalue } = (await deliveries.getJob(routing.id!)) ?? routing;
-  const run = (returnvalue as RoutingResult | undefined)?.runs[handlerName];
-  if (run?.outcome === 'completed') return { state: 'completed', result: run.result };
-
-  const runId = handlerRunJobId(deliveryKey, handlerName);
-  const state = await handlerRuns.getJobState(runId);
-  if (state !== 'completed' && state !== 'failed') return { state: 'pending' };
-  const job = await handlerRuns.getJob(runId);
-  return state === 'completed'
-    ? { state, result: job?.returnvalue }
-    : { state, reason: job?.failedReason ?? '' };
 }

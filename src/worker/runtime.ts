@@ -1,8 +1,8 @@
 /**
- * The worker runtime: two BullMQ workers, one consuming `deliveries` (each job routes a delivery
- * and makes its runs' first attempts) and one consuming `handler-runs` (the attempts after that),
- * and how they stop. A watchdog recreates either if it stops taking jobs (watchdog.ts). What
- * happens to a run is in runs.ts.
+ * The worker runtime: two BullMQ workers, one consuming `deliveries` (each job routes a delivery:
+ * it adds its runs) and one consuming `handler-runs` (every attempt of every run), and how they
+ * stop. A watchdog recreates either if it stops taking jobs (watchdog.ts). What happens to a run
+ * is in runs.ts.
  */
 import { Queue, Worker } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,8 +14,8 @@ import {
   createHandlerRunsQueue,
   HANDLER_RUNS_QUEUE,
   type HandlerRunData,
-} from '../queue/handler-runs-queue.js';
-import type { RedisConnection } from '../queue/redis.js';
+} from '../runs/handler-runs-queue.js';
+import { CLOSE_WITHIN_MS, type RedisConnection } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import type { Delivery } from '../webhooks/delivery.js';
 import { createCompletionLedger } from './completion-ledger.js';
@@ -57,12 +57,18 @@ export interface WorkerRuntime {
   readonly handlerRuns: Queue<HandlerRunData>;
   /**
    * Stops taking jobs and waits for running ones; after `timeoutMs` it aborts them through
-   * their AbortSignal, and they go back to the queue to run again elsewhere.
+   * their AbortSignal, and they go back to the queue to run again elsewhere. A handler that
+   * ignores its signal is abandoned ABANDON_AFTER_MS later: its job runs again elsewhere once its
+   * lock expires. Resolves within about `timeoutMs` + ABANDON_AFTER_MS + a few seconds, whatever
+   * the handlers and Redis do.
    */
   close(timeoutMs?: number): Promise<void>;
 }
 
 const DEFAULT_WATCHDOG_MS = 30_000;
+
+/** How long handlers get to stop after their signal fired, before they are abandoned. */
+export const ABANDON_AFTER_MS = 5_000;
 
 /** A job that stalls (its worker died) more often than this fails instead of looping forever. */
 const MAX_STALLED_COUNT = 3;
@@ -93,6 +99,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   };
   const onError = (error: Error) => logger.warn({ error: error.message }, 'worker error');
   const watchdog = {
+    connection,
     concurrency,
     stuckAfterMs: options.watchdogMs ?? DEFAULT_WATCHDOG_MS,
     logger,
@@ -104,16 +111,20 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     ...watchdog,
     queue: deliveries,
     processor: runs.route,
-    create: (processor) =>
-      new Worker(DELIVERIES_QUEUE, processor, workerOptions).on('error', onError),
+    create: (processor, own) =>
+      new Worker(DELIVERIES_QUEUE, processor, { ...workerOptions, connection: own }).on(
+        'error',
+        onError,
+      ),
   });
   const handlersWorker = watchWorker({
     ...watchdog,
     queue: handlerRuns,
-    processor: runs.runQueued,
-    create: (processor) =>
+    processor: runs.run,
+    create: (processor, own) =>
       new Worker<HandlerRunData>(HANDLER_RUNS_QUEUE, processor, {
         ...workerOptions,
+        connection: own,
         settings: { backoffStrategy: runs.backoff },
       })
         .on('error', onError)
@@ -129,19 +140,34 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
       runs.shutDown();
-      const graceful = Promise.all([deliveriesWorker.close(), handlersWorker.close()]);
-      const timedOut = sleep(timeoutMs, 'timeout' as const, { ref: false });
-      if ((await Promise.race([graceful, timedOut])) === 'timeout') {
+      const workers = [deliveriesWorker, handlersWorker];
+      const graceful = Promise.all(workers.map((watched) => watched.close()));
+      if (!(await settlesWithin(graceful, timeoutMs))) {
         const running = runs.abortAll(new Error('worker shutting down'));
         logger.warn({ running }, 'shutdown timeout: aborting running handlers');
-        await graceful;
+        if (!(await settlesWithin(graceful, ABANDON_AFTER_MS))) {
+          logger.error(
+            { runs: runs.inFlight() },
+            'handlers still running after their abort: abandoning them; their jobs run again elsewhere once their locks expire',
+          );
+          await Promise.all(workers.map((watched) => watched.abandon()));
+        }
       }
       await completions.close();
-      await handlerRuns.close();
-      await deliveries.close();
+      // Queues wait for Redis to close; a Redis that is away does not hold the exit.
+      await settlesWithin(Promise.all([handlerRuns.close(), deliveries.close()]), CLOSE_WITHIN_MS);
     })();
     return closing;
   };
 
   return { deliveries, handlerRuns, close };
+}
+
+/** Whether `promise` settled within `ms`; it goes on either way. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  return Promise.race([settled, sleep(ms, false, { ref: false })]);
 }

@@ -4,21 +4,31 @@
  * (bullmq issues 3185, 4378, 4479): BullMQ relies on ioredis to reconnect and cannot tell.
  *
  * The watchdog looks from outside, through public calls only: jobs are waiting, the worker has
- * room for more, and it has taken none for `stuckAfterMs`. Then it makes a new worker (new
- * connections) and closes the old one, with a warning and `feedback_receiver_worker_restarts_total`.
- * A worker that is busy, or a queue that is empty or paused, is never restarted.
+ * room for more, and it has taken none for `stuckAfterMs`. Then it makes a new worker and closes
+ * the old one, with a warning and `feedback_receiver_worker_restarts_total`. A worker that is
+ * busy, or a queue that is empty or paused, is never restarted.
+ *
+ * Each worker it makes gets a connection of its own (a duplicate of the process's), and closing
+ * or cutting off a worker closes only that one: the queues, the completion ledger and the rate
+ * limiter share the process's connection, which no worker's end may take with it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job, Queue, Worker } from 'bullmq';
 import type { Logger } from '../logger.js';
+import { closeConnection, duplicateConnection, type RedisConnection } from '../queue/redis.js';
 
 export type Processor<T> = (job: Job<T>, token?: string) => Promise<unknown>;
 
 export interface WatchdogOptions<T> {
   /** The queue the worker consumes, to count the jobs waiting in it. */
   readonly queue: Queue;
-  /** Makes a worker that runs `processor` (given back wrapped, so the watchdog sees jobs taken). */
-  readonly create: (processor: Processor<T>) => Worker<T>;
+  /** The process's connection: each worker gets a duplicate of it. */
+  readonly connection: RedisConnection;
+  /**
+   * Makes a worker that runs `processor` (given back wrapped, so the watchdog sees jobs taken) on
+   * `connection`, which is the worker's own.
+   */
+  readonly create: (processor: Processor<T>, connection: RedisConnection) => Worker<T>;
   readonly processor: Processor<T>;
   readonly concurrency: number;
   /** How long jobs may wait while the worker has room and takes none (WORKER_WATCHDOG_SECONDS). */
@@ -33,6 +43,11 @@ export interface WatchedWorker<T> {
   readonly worker: Worker<T>;
   /** Stops watching and closes the worker in use (waiting for its running jobs). */
   close(): Promise<void>;
+  /**
+   * Cuts the worker in use off from Redis without waiting for its running jobs: their locks
+   * expire, and other workers run them again.
+   */
+  abandon(): Promise<void>;
 }
 
 /** How long a replaced worker may take to close before it is disconnected. */
@@ -51,7 +66,16 @@ export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
       running -= 1;
     }
   };
-  let worker = options.create(tracked);
+  /** A worker on a connection of its own, which goes with it. */
+  const start = () => {
+    const connection = duplicateConnection(options.connection);
+    // The process's connection already reports an outage; this one's errors are the same ones.
+    connection.on('error', (error: Error) =>
+      logger.debug({ error: error.message }, 'worker connection error'),
+    );
+    return { worker: options.create(tracked, connection), connection };
+  };
+  let current = start();
 
   let lastCheckAt = Date.now();
   /** Since when every check found jobs waiting, room for them, and none taken. */
@@ -79,16 +103,23 @@ export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
       'worker took no job while jobs waited: recreating it',
     );
     options.restarted?.(queue.name);
-    const replaced = worker;
-    worker = options.create(tracked);
+    const replaced = current;
+    current = start();
     idleSince = undefined;
     // Its running jobs finish on it; if its connections hang, it is cut off after a while.
-    const closed = replaced.close().then(
+    const closed = replaced.worker.close().then(
       () => 'closed' as const,
       () => 'closed' as const,
     );
     const late = sleep(CLOSE_REPLACED_WITHIN_MS, 'late' as const, { ref: false });
-    if ((await Promise.race([closed, late])) === 'late') await replaced.disconnect();
+    if ((await Promise.race([closed, late])) === 'late') await cutOff(replaced);
+    else await closeConnection(replaced.connection);
+  }
+
+  /** Ends a worker's connections, its own and the blocking one BullMQ made from it. */
+  async function cutOff({ worker, connection }: typeof current): Promise<void> {
+    await worker.disconnect().catch(() => undefined);
+    connection.disconnect();
   }
 
   const stop = new AbortController();
@@ -108,12 +139,17 @@ export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
 
   return {
     get worker() {
-      return worker;
+      return current.worker;
     },
     async close() {
       stop.abort();
       await checks;
-      await worker.close();
+      await current.worker.close();
+      await closeConnection(current.connection);
+    },
+    async abandon() {
+      stop.abort();
+      await cutOff(current);
     },
   };
 }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { loadReceiverConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
-import { HANDLER_RUNS_QUEUE, createHandlerRunsQueue } from '../../src/queue/handler-runs-queue.js';
+import { HANDLER_RUNS_QUEUE, createHandlerRunsQueue } from '../../src/runs/handler-runs-queue.js';
 import { createReceiverDeps, type ReceiverDeps } from '../../src/receiver.js';
 import { launchChromium, serveOnLoopback } from '../helpers/browser.js';
 

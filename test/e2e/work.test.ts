@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
-import { HANDLER_RUNS_QUEUE } from '../../src/queue/handler-runs-queue.js';
+import { HANDLER_RUNS_QUEUE } from '../../src/runs/handler-runs-queue.js';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import { reportedUrl, runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
 import { countCompletedRuns } from '../helpers/completed-runs.js';
@@ -111,10 +111,9 @@ describe('feedback-receiver work', () => {
     expect((await postSigned(url, record)).status).toBe(200); // a duplicate changes nothing
     await vi.waitFor(
       async () =>
-        expect(
-          await countCompletedRuns(deliveries, handlerRuns),
-          `both handler runs\n${worker.output()}`,
-        ).toBe(2),
+        expect(await countCompletedRuns(handlerRuns), `both handler runs\n${worker.output()}`).toBe(
+          2,
+        ),
       { timeout: 5_000 },
     );
 
@@ -142,10 +141,9 @@ describe('feedback-receiver work', () => {
     expect((await fetch(`${probes}/healthz`)).status).toBe(200);
     expect((await fetch(`${probes}/readyz`)).status).toBe(200);
     await postSigned(url, { id: 'fb_metrics', title: 'It crashed', priority_id: 1 });
-    await vi.waitFor(
-      async () => expect(await countCompletedRuns(deliveries, handlerRuns), 'the run').toBe(1),
-      { timeout: 5_000 },
-    );
+    await vi.waitFor(async () => expect(await countCompletedRuns(handlerRuns), 'the run').toBe(1), {
+      timeout: 5_000,
+    });
     const metrics = await (await fetch(`${probes}/metrics`)).text();
     expect(metrics).toContain(
       'feedback_receiver_handler_runs_total{handler="auto-triage",outcome="completed"} 1',
@@ -244,10 +242,9 @@ describe('feedback-receiver work', () => {
       TRIAGE_DRY_RUN: 'true',
     });
     await postSigned(url, { id: 'fb_dry', title: 'It crashed twice', priority_id: 1 });
-    await vi.waitFor(
-      async () => expect(await countCompletedRuns(deliveries, handlerRuns), 'the run').toBe(1),
-      { timeout: 5_000 },
-    );
+    await vi.waitFor(async () => expect(await countCompletedRuns(handlerRuns), 'the run').toBe(1), {
+      timeout: 5_000,
+    });
     // The log line crosses a pipe; it may arrive a moment after Redis says the run completed.
     await vi.waitFor(
       () => expect(worker.output().includes('triage dry run: would PATCH'), 'the log').toBeTruthy(),

@@ -2,11 +2,12 @@
 import type { Queue } from 'bullmq';
 import express, { type Express } from 'express';
 import { createAdminRouter } from '../../src/http/admin-dashboard.js';
-import { createDeadLetter } from '../../src/queue/dead-letter.js';
+import { createDeadLetter } from '../../src/runs/dead-letter.js';
 import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
-import type { HandlerRunData } from '../../src/queue/handler-runs-queue.js';
-import { createDeliveryLog } from '../../src/worker/delivery-log.js';
-import { createRunAgain } from '../../src/worker/run-again.js';
+import type { HandlerRunData } from '../../src/runs/handler-runs-queue.js';
+import { createDeliveryLog } from '../../src/runs/delivery-log.js';
+import { createRunAgain } from '../../src/runs/restart.js';
+import { createRunReader } from '../../src/runs/run-reader.js';
 import type { TestWorkerEnv } from './test-worker.js';
 
 export function createTestAdminApp(
@@ -15,22 +16,19 @@ export function createTestAdminApp(
   token: string,
 ): Express {
   const queues = [env.deliveries, handlerRuns];
+  const runs = createRunReader(env.deliveries, handlerRuns);
+  const markers = { connection: env.connection, prefix: env.prefix };
   return express().use(
     createAdminRouter({
       token,
       queues,
       deliveryConsole: {
-        deliveryLog: createDeliveryLog(env.deliveries, handlerRuns, env.quarantine),
+        deliveryLog: createDeliveryLog(env.deliveries, runs, env.quarantine),
         quarantine: env.quarantine,
         deliveries: env.producer,
-        deadLetter: createDeadLetter(handlerRuns, env.deliveries),
-        runAgain: createRunAgain({
-          deliveries: env.deliveries,
-          handlerRuns,
-          connection: env.connection,
-          prefix: env.prefix,
-          dedupeTtlSeconds: 3600,
-        }),
+        deadLetter: createDeadLetter({ handlerRuns, deliveries: env.deliveries, markers }),
+        runs,
+        runAgain: createRunAgain({ reader: runs, markers }),
         queues,
         readStats: () => readDeliveryStats(env.connection, env.prefix),
       },

@@ -12,11 +12,13 @@ import {
   type DeliveryQueueProducer,
 } from '../../src/queue/deliveries-queue.js';
 import { createQuarantine, type Quarantine } from '../../src/queue/quarantine.js';
+import { createDeadLetter, type DeadLetter } from '../../src/runs/dead-letter.js';
 import {
   createProducerConnection,
   createWorkerConnection,
   type RedisConnection,
 } from '../../src/queue/redis.js';
+import type { HandlerRunData } from '../../src/runs/handler-runs-queue.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import type { Handler } from '../../src/worker/handler.js';
@@ -35,13 +37,12 @@ export interface TestWorkerEnv {
     concurrency?: number;
     lockDurationMs?: number;
   }): Promise<WorkerRuntime>;
-  /**
-   * Resolves once `count` handler runs have completed, on their first attempt while routing or
-   * as jobs of their own (and fails at the deadline).
-   */
+  /** Resolves once `count` handler runs have completed (and fails at the deadline). */
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
   /** Resolves once `count` handler runs have failed for good. */
   failedRuns(count: number, timeoutMs?: number): Promise<void>;
+  /** The dead letter of the worker's queues. */
+  deadLetter(): DeadLetter;
   readonly deliveries: Queue<Delivery>;
   /** Puts deliveries in the queue as the receiver does (quarantine replays use it). */
   readonly producer: DeliveryQueueProducer;
@@ -74,7 +75,7 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
   const runtimes: WorkerRuntime[] = [];
   const connections = [producerConnection];
   const unlimitedApi = createApiClient({ baseUrl: undefined, token: undefined });
-  let handlerRuns: Queue | undefined;
+  let handlerRuns: Queue<HandlerRunData> | undefined;
 
   const env: TestWorkerEnv = {
     prefix,
@@ -114,11 +115,19 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
       await vi.waitFor(
         async () =>
           expect(
-            await countCompletedRuns(producer.queue, handlerRuns),
+            await countCompletedRuns(handlerRuns),
             'completed handler runs',
           ).toBeGreaterThanOrEqual(count),
         { timeout: timeoutMs },
       );
+    },
+    deadLetter() {
+      if (!handlerRuns) throw new Error('start a worker first');
+      return createDeadLetter({
+        handlerRuns,
+        deliveries: producer.queue,
+        markers: { connection: producerConnection, prefix },
+      });
     },
     async failedRuns(count, timeoutMs = 10_000) {
       await vi.waitFor(

@@ -12,9 +12,9 @@ import {
   waitForRedis,
   type RedisConnection,
 } from '../../src/queue/redis.js';
+import { succeededMarkerKey } from '../../src/runs/handler-runs-queue.js';
 import {
   createCompletionLedger,
-  succeededMarkerKey,
   type CompletionLedger,
 } from '../../src/worker/completion-ledger.js';
 import { startPrimaryWithReplica, type ReplicatedRedis } from '../helpers/redis-topologies.js';
@@ -44,10 +44,10 @@ afterAll(async () => {
   await redis.stop();
 });
 
-function openLedger(replicas: number) {
+function openLedger(replicas: number, on: RedisConnection = connection) {
   const prefix = `ledger-${randomUUID()}`;
   const ledger = createCompletionLedger({
-    connection,
+    connection: on,
     prefix,
     ttlSeconds: 60,
     logger,
@@ -72,7 +72,8 @@ it('holds a success until the replica has its marker, then lets it go', async ()
     logs.filter((line) => line.msg.startsWith('could not record completed handler runs')).length;
   const before = failures();
   redis.replica.pause();
-  ledger.record('run-1');
+  ledger.succeeded('run-1');
+  ledger.confirmed('run-1');
 
   // The primary has the marker, the stopped replica cannot confirm it: still held.
   await vi.waitFor(() => expect(failures(), 'a WAIT that timed out').toBeGreaterThan(before), {
@@ -106,14 +107,36 @@ it('holds a queued run until BullMQ confirms it, then until the replica has its 
   expect(await onReplica(marker('run-2'))).toBe(1);
 });
 
-it('without replicas to wait for, lets a success go once the primary has its marker', async () => {
+it('without replicas to wait for, lets a success go once BullMQ confirms it, with no marker', async () => {
   const { ledger, marker } = openLedger(0);
-  redis.replica.pause();
-  ledger.record('run-3');
-  await vi.waitFor(() => expect(ledger.holds('run-3')).toBe(false), { timeout: 5_000 });
-  expect(await connection.exists(marker('run-3'))).toBe(1);
-  // A queued run needs no marker: BullMQ's completion is the record.
   ledger.succeeded('run-4');
+  expect(ledger.holds('run-4')).toBe(true);
   ledger.confirmed('run-4');
   expect(ledger.holds('run-4')).toBe(false);
+  expect(await connection.exists(marker('run-4')), "BullMQ's completion is the record").toBe(0);
+});
+
+it('writes a marker at close for a success BullMQ has not confirmed', async () => {
+  const { ledger, marker } = openLedger(0);
+  ledger.succeeded('run-5');
+  await ledger.close();
+  expect(await connection.exists(marker('run-5'))).toBe(1);
+});
+
+it('logs the run ids at error when Redis is away at close, and closes all the same', async () => {
+  const away = createWorkerConnection(redis.url, createLogger({ level: 'silent' }));
+  await waitForRedis(away, redis.url);
+  const { ledger } = openLedger(0, away);
+  ledger.succeeded('run-6');
+  redis.primary.pause();
+  try {
+    // The worker's connection waits for Redis; closing does not.
+    await ledger.close();
+  } finally {
+    redis.primary.resume();
+    away.disconnect();
+  }
+  expect(logs).toContainEqual(
+    expect.objectContaining({ level: 50, runs: ['run-6'] }) as unknown as { msg: string },
+  );
 });

@@ -1,17 +1,16 @@
 /**
- * Running a handler again on a delivery it handled, from the console and its API: a run that
- * completed while routing (it has no job: one is created), the same run again (its job goes back
- * to waiting), every completed run at once, and what is refused (a failed run, a run under way,
- * an unknown handler or delivery). The page asks before it acts. A real worker over a real Redis;
- * the feedback API is a local HTTP server that counts the PATCHes.
+ * Running a handler again on a delivery it handled, from the console and its API: a completed run
+ * (its job goes back to waiting, its success marker gone), the same run again, every completed
+ * run at once, and what is refused (a failed run, a run under way, an unknown handler or
+ * delivery). The page asks before it acts. A real worker over a real Redis; the feedback API is a
+ * local HTTP server that counts the PATCHes.
  */
 import { UnrecoverableError } from 'bullmq';
 import type { Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
-import { handlerRunJobId } from '../../src/queue/handler-runs-queue.js';
-import { succeededMarkerKey } from '../../src/worker/completion-ledger.js';
+import { succeededMarkerKey } from '../../src/runs/handler-runs-queue.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
@@ -78,16 +77,16 @@ const triageRun = async () => {
     .get(`/admin/api/deliveries/${encodeURIComponent(KEY)}`)
     .set('Authorization', `Bearer ${TOKEN}`)
     .expect(200);
-  return (body as { runs: { handler: string; state: string; history: unknown[] }[] }).runs.find(
-    (run) => run.handler === 'auto-triage',
-  )!;
+  type Run = { handler: string; runId: string; state: string; history: unknown[] };
+  return (body as { runs: Run[] }).runs.find((run) => run.handler === 'auto-triage')!;
 };
 
 describe('POST /admin/api/deliveries/{key}/runs/{handler}/run-again', () => {
-  it('runs a run that completed while routing again, once, with its success marker gone', async () => {
+  it('runs a completed run again, once, with its success marker gone', async () => {
     expect(patches()).toBe(1);
-    const marker = succeededMarkerKey(env.prefix, handlerRunJobId(KEY, 'auto-triage'));
-    await vi.waitFor(async () => expect(await env.connection.exists(marker)).toBe(1));
+    // As a worker leaves one when Redis was away at the completion, or with ACK_REPLICAS.
+    const marker = succeededMarkerKey(env.prefix, (await triageRun()).runId);
+    await env.connection.set(marker, '1');
 
     const { body } = await post(runAgainPath(KEY, 'auto-triage')).expect(200);
     expect(body).toEqual({ deliveryKey: KEY, handler: 'auto-triage', status: 'queued' });

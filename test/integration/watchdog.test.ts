@@ -5,11 +5,11 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterEach, expect, inject, it, vi } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { watchWorker, type WatchedWorker } from '../../src/worker/watchdog.js';
 
-const connection = () => ({ url: inject('redisUrl'), maxRetriesPerRequest: null });
 const cleanup: (() => Promise<unknown>)[] = [];
 
 afterEach(async () => {
@@ -18,7 +18,8 @@ afterEach(async () => {
 
 function setUp(processor: (job: Job) => Promise<unknown>, concurrency = 2) {
   const prefix = `watchdog-${randomUUID().slice(0, 8)}`;
-  const queue = new Queue('jobs', { connection: connection(), prefix });
+  const shared = new Redis(inject('redisUrl'), { maxRetriesPerRequest: null });
+  const queue = new Queue('jobs', { connection: shared, prefix });
   const lines: Record<string, unknown>[] = [];
   const logger = createLogger({
     level: 'warn',
@@ -33,13 +34,15 @@ function setUp(processor: (job: Job) => Promise<unknown>, concurrency = 2) {
     stuckAfterMs: 300,
     logger,
     restarted: () => void (restarts += 1),
-    create: (tracked) => {
-      const worker = new Worker('jobs', tracked, { connection: connection(), prefix, concurrency });
+    connection: shared,
+    create: (tracked, own) => {
+      const worker = new Worker('jobs', tracked, { connection: own, prefix, concurrency });
       created.push(worker);
       return worker;
     },
   });
   cleanup.push(
+    async () => shared.disconnect(),
     () => queue.close(),
     () => watched.close(),
   );

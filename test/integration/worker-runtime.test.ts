@@ -1,22 +1,9 @@
 import { UnrecoverableError } from 'bullmq';
-import { Redis } from 'ioredis';
-import {
-  afterAll,
-  afterEach,
-  beforeAll,
-  beforeEach,
-  describe,
-  expect,
-  inject,
-  it,
-  vi,
-} from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
-import { createDeadLetter } from '../../src/queue/dead-letter.js';
-import { handlerRunJobId } from '../../src/queue/handler-runs-queue.js';
+import { runJobId, type RoutingResult } from '../../src/runs/handler-runs-queue.js';
+import { createRunReader } from '../../src/runs/run-reader.js';
 import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
-import { succeededMarkerKey } from '../../src/worker/completion-ledger.js';
-import { findRunOutcome, type RoutingResult } from '../../src/worker/runs.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
 import {
@@ -108,7 +95,7 @@ describe('the worker runtime', () => {
     expect({ steady, flaky }).toEqual({ steady: 1, flaky: 3 });
   });
 
-  it('makes the first attempt while routing, and queues only a run that needs another', async () => {
+  it("routes without running a handler, and makes every attempt as the run's own job", async () => {
     const attempts: Record<string, number[]> = { steady: [], flaky: [] };
     const runtime = await env.startWorker({
       handlers: [
@@ -134,28 +121,24 @@ describe('the worker runtime', () => {
     const { key } = await env.deliver({ id: 'fb_first' });
     await env.completedRuns(2);
     expect(attempts).toEqual({ steady: [1], flaky: [1, 2] });
-    // The succeeded first attempt has no job of its own; the retried run has one.
-    const steadyRun = handlerRunJobId(key, 'steady');
-    expect(await runtime.handlerRuns.getJob(steadyRun)).toBeUndefined();
-    const outcome = (name: string) =>
-      findRunOutcome(env.deliveries, runtime.handlerRuns, key, name);
-    expect(await outcome('steady')).toEqual({ state: 'completed', result: { said: 'hello' } });
-    expect(await outcome('flaky')).toEqual({ state: 'completed', result: { said: 'at last' } });
-  });
-
-  it('records a success made while routing in Redis soon, while the worker runs on', async () => {
-    await env.startWorker({ handlers: [defineHandler({ name: 'noted', handle: () => null })] });
-    const { key } = await env.deliver({ id: 'fb_noted' });
-    const marker = succeededMarkerKey(env.prefix, handlerRunJobId(key, 'noted'));
-    const redis = new Redis(inject('redisUrl'));
-    try {
-      await vi.waitFor(async () => expect(await redis.exists(marker), 'the marker').toBe(1), {
-        timeout: 5_000,
-      });
-      expect(await redis.ttl(marker)).toBeGreaterThan(3500);
-    } finally {
-      redis.disconnect();
-    }
+    const routing = await env.producer.find(key);
+    expect(routing?.returnvalue).toEqual({ handlers: ['steady', 'flaky'] });
+    const reader = createRunReader(env.deliveries, runtime.handlerRuns);
+    const steady = await reader.find(key, 'steady');
+    expect(steady).toMatchObject({
+      runId: runJobId(routing!.id!, 'steady'),
+      state: 'completed',
+      result: { said: 'hello' },
+      attempts: 1,
+      canRunAgain: true,
+      canRetry: false,
+    });
+    const flaky = await reader.find(key, 'flaky');
+    expect(flaky).toMatchObject({ state: 'completed', result: { said: 'at last' }, attempts: 2 });
+    expect(flaky?.history.map(({ attempt, outcome }) => [attempt, outcome])).toEqual([
+      [1, 'retrying'],
+      [2, 'completed'],
+    ]);
   });
 
   it('does not run a handler twice when its delivery is routed again', async () => {
@@ -166,24 +149,30 @@ describe('the worker runtime', () => {
     await env.completedRuns(1);
     // Another worker process, which remembers nothing of the first: only Redis can tell it.
     await first.close();
-    await env.startWorker({ handlers });
+    const second = await env.startWorker({ handlers });
     // The same routing job starts again, as after a crash before its completion, or a retry.
     const [routed] = await env.deliveries.getCompleted();
+    const routedOn = routed!.finishedOn;
     await routed!.retry('completed');
     await vi.waitFor(
       async () => {
         const job = await env.deliveries.getJob(routed!.id!);
-        const result = job?.returnvalue as RoutingResult | null;
-        expect(result?.runs['once']?.outcome, 'the routing job run again').toBe('done before');
+        expect(job?.finishedOn, 'the routing job run again').toBeGreaterThan(routedOn!);
+        expect(job?.returnvalue as RoutingResult).toEqual({ handlers: ['once'] });
       },
       { timeout: 5_000 },
     );
+    expect(await second.handlerRuns.getJobCounts('completed', 'waiting', 'active')).toEqual({
+      completed: 1,
+      waiting: 0,
+      active: 0,
+    });
     expect(runs).toBe(1);
   });
 
   it('does not retry an UnrecoverableError, and keeps it in the dead letter with the reason', async () => {
     let runs = 0;
-    const runtime = await env.startWorker({
+    await env.startWorker({
       handlers: [
         defineHandler({
           name: 'hopeless',
@@ -198,9 +187,10 @@ describe('the worker runtime', () => {
     const delivery = await env.deliver({ id: 'fb_bad' });
     await env.failedRuns(1);
     expect(runs).toBe(1);
-    const [entry] = await createDeadLetter(runtime.handlerRuns).list();
+    const [entry] = await env.deadLetter().list();
+    const routing = await env.producer.find(delivery.key);
     expect(entry).toMatchObject({
-      id: handlerRunJobId(delivery.key, 'hopeless'),
+      id: runJobId(routing!.id!, 'hopeless'),
       handler: 'hopeless',
       deliveryKey: delivery.key,
       reason: 'this record can never be handled',
@@ -267,7 +257,7 @@ describe('the worker runtime', () => {
 
   it('lists the dead letter and retries a run from it', async () => {
     let broken = true;
-    const runtime = await env.startWorker({
+    await env.startWorker({
       handlers: [
         defineHandler({
           name: 'fixable',
@@ -281,7 +271,7 @@ describe('the worker runtime', () => {
     await env.deliver({ id: 'fb_dead_1' });
     await env.deliver({ id: 'fb_dead_2' });
     await env.failedRuns(2);
-    const deadLetter = createDeadLetter(runtime.handlerRuns);
+    const deadLetter = env.deadLetter();
     expect(await deadLetter.count()).toBe(2);
     const entries = await deadLetter.list();
     expect(entries.map((entry) => entry.reason)).toEqual([
@@ -299,7 +289,7 @@ describe('the worker runtime', () => {
   });
 
   it('fails a run whose where() threw, so the delivery is not lost silently', async () => {
-    const runtime = await env.startWorker({
+    await env.startWorker({
       handlers: [
         defineHandler({
           name: 'picky',
@@ -312,14 +302,14 @@ describe('the worker runtime', () => {
     });
     await env.deliver({ id: 'fb_where' });
     await env.failedRuns(1);
-    const [entry] = await createDeadLetter(runtime.handlerRuns).list();
+    const [entry] = await env.deadLetter().list();
     expect(entry?.reason).toBe('where() threw: where is broken');
   });
 
   it('evaluates where() again when a run it failed is retried from the dead letter', async () => {
     let whereBroken = true;
     let handled = 0;
-    const runtime = await env.startWorker({
+    await env.startWorker({
       handlers: [
         defineHandler({
           name: 'picky',
@@ -333,7 +323,7 @@ describe('the worker runtime', () => {
     });
     await env.deliver({ id: 'fb_where_fixed' });
     await env.failedRuns(1);
-    const deadLetter = createDeadLetter(runtime.handlerRuns);
+    const deadLetter = env.deadLetter();
     const [entry] = await deadLetter.list();
 
     whereBroken = false;
@@ -350,7 +340,7 @@ describe('the worker runtime', () => {
     async (_, failing) => {
       const attempts: number[] = [];
       let phase = 1;
-      const runtime = await env.startWorker({
+      await env.startWorker({
         handlers: [
           defineHandler({
             name: 'counted',
@@ -370,7 +360,7 @@ describe('the worker runtime', () => {
 
       phase = 2;
       attempts.length = 0;
-      const deadLetter = createDeadLetter(runtime.handlerRuns);
+      const deadLetter = env.deadLetter();
       const [entry] = await deadLetter.list();
       await deadLetter.retry(entry!.id);
       await vi.waitFor(() => expect(attempts).toHaveLength(3), { timeout: 10_000 });
@@ -390,14 +380,14 @@ describe('the worker runtime', () => {
     'fails a deliveries job whose data is %s into the dead letter, and runs no handler',
     async (_, data) => {
       let handled = 0;
-      const runtime = await env.startWorker({
+      await env.startWorker({
         handlers: [defineHandler({ name: 'never', handle: () => void (handled += 1) })],
       });
       const job = await env.deliveries.add('feedback.created', data as never);
       await vi.waitFor(async () => expect(await job.getState(), 'the job to fail').toBe('failed'), {
         timeout: 5_000,
       });
-      const deadLetter = createDeadLetter(runtime.handlerRuns, env.deliveries);
+      const deadLetter = env.deadLetter();
       const [entry] = await deadLetter.list();
       expect(entry).toMatchObject({ id: job.id, handler: '(routing)' });
       expect(entry!.reason).toMatch(/^not a delivery: /);
@@ -413,7 +403,7 @@ describe('the worker runtime', () => {
     });
     const job = await runtime.handlerRuns.add('never', { delivery: { key: 'k3' } } as never);
     await env.failedRuns(1);
-    const [entry] = await createDeadLetter(runtime.handlerRuns).list();
+    const [entry] = await env.deadLetter().list();
     expect(entry).toMatchObject({ id: job.id, handler: 'never', deliveryKey: 'k3' });
     expect(entry!.reason).toMatch(/^not a delivery: .*record/);
     expect(handled).toBe(0);

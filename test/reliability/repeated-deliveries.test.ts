@@ -4,7 +4,7 @@
  */
 import { afterAll, expect, it, vi } from 'vitest';
 import { findDelivery } from '../../src/queue/deliveries-queue.js';
-import { handlerRunJobId } from '../../src/queue/handler-runs-queue.js';
+import { runJobId } from '../../src/runs/handler-runs-queue.js';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
@@ -33,6 +33,14 @@ it('handles a delivery sent three times at once, and three times after retention
 
   const first = await sendEachThreeTimes();
   await settle(cluster, sender.acknowledged);
+  const firstRuns = new Map(
+    await Promise.all(
+      ids.map(async (id) => {
+        const routing = await findDelivery(cluster.deliveries, keyOf(id));
+        return [id, runJobId(routing!.id!, 'reliability-probe')] as const;
+      }),
+    ),
+  );
 
   // Retention runs when later jobs finish: keep a trickle of other deliveries going until every
   // first job is gone from both queues.
@@ -42,7 +50,7 @@ it('handles a delivery sent three times at once, and three times after retention
       ids.map(async (id) => {
         const jobs = [
           findDelivery(cluster.deliveries, keyOf(id)),
-          cluster.handlerRuns.getJob(handlerRunJobId(keyOf(id), 'reliability-probe')),
+          cluster.handlerRuns.getJob(firstRuns.get(id)!),
         ];
         return (await Promise.all(jobs)).filter(Boolean).length;
       }),

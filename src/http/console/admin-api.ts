@@ -5,7 +5,7 @@
 import express, { type Router } from 'express';
 import { z } from 'zod';
 import { sendProblem } from '../send-problem.js';
-import type { ConsoleSources } from './console-router.js';
+import type { ConsoleSources } from './console-sources.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
 import { readDeadLetter, readOverview, readQuarantine } from './overview.js';
 

@@ -4,16 +4,9 @@
  * POST here comes from the console's own pages (or from a script with the token).
  */
 import express, { type Request, type Response, type Router } from 'express';
-import type { Queue } from 'bullmq';
-import type { DeadLetter } from '../../queue/dead-letter.js';
-import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
-import { handlerRunJobId } from '../../queue/handler-runs-queue.js';
-import type { StatsSnapshot } from '../../queue/delivery-stats.js';
-import type { Quarantine } from '../../queue/quarantine.js';
-import type { DeliveryLog } from '../../worker/delivery-log.js';
-import type { RunAgain } from '../../worker/run-again.js';
 import { sendProblem } from '../send-problem.js';
 import { createAdminApi } from './admin-api.js';
+import type { ConsoleSources } from './console-sources.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
 import { overviewPage, readDeadLetter, readOverview, readQuarantine } from './overview.js';
@@ -35,23 +28,8 @@ import {
   runAgainPage,
 } from './pages.js';
 
-/** What the console reads and acts on. */
-export interface ConsoleSources {
-  readonly deliveryLog: DeliveryLog;
-  readonly quarantine: Quarantine;
-  /** Where a replayed quarantine entry is queued. */
-  readonly deliveries: DeliveryQueue;
-  readonly deadLetter: DeadLetter;
-  /** Runs a handler again on a delivery it handled. */
-  readonly runAgain: RunAgain;
-  /** The queues whose depths the overview shows. */
-  readonly queues: readonly Queue[];
-  /** What the receivers answered, per minute (see delivery-stats.ts). */
-  readStats(): Promise<StatsSnapshot>;
-}
-
 export function createConsoleRouter(sources: ConsoleSources): Router {
-  const { deliveryLog, quarantine, deliveries, deadLetter, runAgain } = sources;
+  const { deliveryLog, quarantine, deliveries, deadLetter, runs, runAgain } = sources;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
   const router = express.Router();
   router.use('/api', createAdminApi(sources));
@@ -77,7 +55,8 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
 
   router.post('/deliveries/:key/runs/:handler/retry', async (req, res) => {
     const { key, handler } = req.params;
-    const retried = await deadLetter.retry(handlerRunJobId(key, handler));
+    const run = await runs.find(key, handler);
+    const retried = run?.canRetry === true && (await deadLetter.retry(run.runId));
     afterAction(res, `deliveries/${encodeURIComponent(key)}`, retried ? 'retried' : 'gone');
   });
 

@@ -1,6 +1,6 @@
 /** The query of a deliveries search, as the console's page and its JSON API take it. */
 import { z } from 'zod';
-import { DELIVERY_FILTERS, SEARCH_WINDOW, type DeliveryQuery } from '../../worker/delivery-log.js';
+import { DELIVERY_FILTERS, SEARCH_WINDOW, type DeliveryQuery } from '../../runs/delivery-log.js';
 
 /** Most deliveries on one page. */
 export const MAX_PAGE_SIZE = 100;

@@ -3,7 +3,7 @@
  * read, shown byte for byte) and the dead letter (runs that failed for good, by handler and
  * reason). Their buttons are POST forms to this site; see console-router.ts.
  */
-import type { DeadLetterGroup } from '../../queue/dead-letter.js';
+import type { DeadLetterGroup } from '../../runs/dead-letter.js';
 import type { QuarantineEntry, QuarantineSummary } from '../../queue/quarantine.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout, time } from './pages.js';

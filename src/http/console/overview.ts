@@ -3,10 +3,10 @@
  * minute over the hour, the depths of the queues and the dead letter, and which secret position
  * signatures match (so an operator sees when an old secret can go).
  */
-import { groupDeadLetter, type DeadLetterGroup } from '../../queue/dead-letter.js';
+import { groupDeadLetter, type DeadLetterGroup } from '../../runs/dead-letter.js';
 import type { Counts, StatsSnapshot } from '../../queue/delivery-stats.js';
 import type { QuarantineSummary } from '../../queue/quarantine.js';
-import type { ConsoleSources } from './console-router.js';
+import type { ConsoleSources } from './console-sources.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout } from './pages.js';
 

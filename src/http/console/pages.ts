@@ -3,14 +3,14 @@
  * which escapes it; links to a record's URLs only for http(s). The pages run no inline script
  * and load nothing from elsewhere (see CONSOLE_CSP).
  */
-import type { AttemptRecord } from '../../queue/handler-runs-queue.js';
+import type { AttemptRecord } from '../../runs/handler-runs-queue.js';
 import type {
   DeliveryPage,
   DeliveryQuery,
   DeliveryView,
   RunView,
-} from '../../worker/delivery-log.js';
-import { DELIVERY_FILTERS, type DeliveryFilter } from '../../worker/delivery-log.js';
+} from '../../runs/delivery-log.js';
+import { DELIVERY_FILTERS, type DeliveryFilter } from '../../runs/delivery-log.js';
 import { html, safeHref, type Html } from './html.js';
 
 export const CONSOLE_PATH = '/admin';
@@ -157,7 +157,7 @@ export function deliveryPage(delivery: DeliveryView, done?: Html | string): Html
                   ${delivery.runs.map((run) => runItem(delivery.key, run))}
                 </ul>
                 ${
-                  delivery.runs.filter(canRunAgain).length > 1
+                  delivery.runs.filter((run) => run.canRunAgain).length > 1
                     ? html`<p>
                         <a class="button" href="${deliveryHref(delivery.key)}/run-again"
                           >Run every completed handler again…</a
@@ -334,7 +334,7 @@ function runItem(key: string, run: RunView): Html {
     ${run.finishedAt ? html`at ${time(run.finishedAt)}` : ''}
     ${run.reason ? html`<p class="error">${run.reason}</p>` : ''}
     ${
-      run.state === 'failed' && run.runId
+      run.canRetry
         ? html`<form
             method="post"
             action="${deliveryHref(key)}/runs/${encodeURIComponent(run.handler)}/retry"
@@ -344,7 +344,7 @@ function runItem(key: string, run: RunView): Html {
         : ''
     }
     ${
-      canRunAgain(run)
+      run.canRunAgain
         ? html`<a
             class="button"
             href="${deliveryHref(key)}/run-again?handler=${encodeURIComponent(run.handler)}"
@@ -373,19 +373,10 @@ function runItem(key: string, run: RunView): Html {
   </li>`;
 }
 
-/**
- * Whether the page offers to run it again, as the API does (run-again.ts): it completed, and what
- * is kept says how, its job or the routing's record of it, which counts its attempt (an earlier
- * version's record has no attempt details). A run an earlier routing did has neither.
- */
-function canRunAgain(run: RunView): boolean {
-  return run.state === 'completed' && (run.runId !== undefined || run.attempts !== undefined);
-}
-
 /** Asks before a completed run (or every completed run) of a delivery runs again. */
 export function runAgainPage(delivery: DeliveryView, handler: string | undefined): Html {
   const completed = delivery.runs.filter(
-    (run) => canRunAgain(run) && (handler === undefined || run.handler === handler),
+    (run) => run.canRunAgain && (handler === undefined || run.handler === handler),
   );
   const title = delivery.record.title || delivery.record.id;
   const back = html`<a href="${deliveryHref(delivery.key)}">Back to the delivery</a>`;

@@ -13,7 +13,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { keyPrefix } from '../../../src/config.js';
 import { DELIVERIES_QUEUE } from '../../../src/queue/deliveries-queue.js';
-import { HANDLER_RUNS_QUEUE } from '../../../src/queue/handler-runs-queue.js';
+import { HANDLER_RUNS_QUEUE } from '../../../src/runs/handler-runs-queue.js';
 import { createQuarantine, type Quarantine } from '../../../src/queue/quarantine.js';
 import { runCli, startServe, type CliProcess } from '../../helpers/cli-process.js';
 import type { RedisConnection } from '../../../src/queue/redis.js';

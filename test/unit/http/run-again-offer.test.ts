@@ -1,10 +1,10 @@
 /**
- * Which runs the console offers to run again: the ones the API runs again (run-again.ts), that
- * is, completed runs whose job or routing record is kept, records of earlier versions included.
+ * Which runs the console offers to run again: the ones the reader says can run again
+ * (run-reader.ts), which are the ones the API runs again.
  */
 import { describe, expect, it } from 'vitest';
 import { deliveryPage, runAgainPage } from '../../../src/http/console/pages.js';
-import type { DeliveryView, RunView } from '../../../src/worker/delivery-log.js';
+import type { DeliveryView, RunView } from '../../../src/runs/delivery-log.js';
 
 const KEY = 'feedback.created:fb_r1';
 
@@ -19,19 +19,21 @@ function deliveryWith(runs: RunView[]): DeliveryView {
   };
 }
 
+const run = (handler: string, state: RunView['state'], canRunAgain: boolean): RunView => ({
+  handler,
+  runId: `d-x.${handler}`,
+  state,
+  history: [],
+  canRetry: state === 'failed',
+  canRunAgain,
+});
+
 const runs: RunView[] = [
-  // Completed while routing, by a version that kept no attempt details.
-  { handler: 'routed-earlier', state: 'completed', attempts: 1, history: [] },
-  {
-    handler: 'with-job',
-    state: 'completed',
-    runId: 'd-x.with-job',
-    attempts: 2,
-    history: [],
-  },
-  // Found done by an earlier routing of the same delivery: nothing kept says how.
-  { handler: 'done-before', state: 'completed', history: [] },
-  { handler: 'failed', state: 'failed', runId: 'd-x.failed', attempts: 3, history: [] },
+  run('completed', 'completed', true),
+  run('also-completed', 'completed', true),
+  // Its job is no longer kept: nothing to run again.
+  run('not-kept', 'unknown', false),
+  run('failed', 'failed', false),
 ];
 
 const offered = (markup: string) =>
@@ -40,16 +42,16 @@ const offered = (markup: string) =>
 describe('the run-again offer', () => {
   it('is on the delivery page for the runs the API runs again, and only those', () => {
     expect(offered(deliveryPage(deliveryWith(runs)).markup)).toEqual([
-      'routed-earlier',
-      'with-job',
+      'completed',
+      'also-completed',
     ]);
   });
 
   it('names them on the question, and says so where there is none', () => {
     const asking = runAgainPage(deliveryWith(runs), undefined).markup;
-    expect(asking).toContain('<strong>routed-earlier</strong>');
-    expect(asking).toContain('<strong>with-job</strong>');
-    expect(asking).not.toContain('<strong>done-before</strong>');
-    expect(runAgainPage(deliveryWith(runs), 'done-before').markup).toContain('No completed run');
+    expect(asking).toContain('<strong>completed</strong>');
+    expect(asking).toContain('<strong>also-completed</strong>');
+    expect(asking).not.toContain('<strong>not-kept</strong>');
+    expect(runAgainPage(deliveryWith(runs), 'not-kept').markup).toContain('No completed run');
   });
 });

@@ -6,6 +6,7 @@
  */
 import type { Job, Queue } from 'bullmq';
 import type { HandlerRunData } from './handler-runs-queue.js';
+import { startAfresh, type SuccessMarkers } from './restart.js';
 
 export interface DeadLetterEntry {
   /** The job's id, as `deliveries retry` takes it. */
@@ -26,8 +27,8 @@ export interface DeadLetter {
   list(options?: { offset?: number; limit?: number }): Promise<DeadLetterEntry[]>;
   count(): Promise<number>;
   /**
-   * Queues one failed job again, with all of its attempts (a run: its handler's). False when
-   * there is no such failed job.
+   * Queues one failed job again, afresh (restart.ts): a run with all of its attempts, a routing
+   * job to route its delivery again. False when there is no such failed job.
    */
   retry(id: string): Promise<boolean>;
   /** Queues every failed job again; returns how many there were. */
@@ -62,16 +63,22 @@ export function groupDeadLetter(entries: readonly DeadLetterEntry[]): DeadLetter
 
 export const ROUTING = '(routing)';
 
-/**
- * @param handlerRuns the `handler-runs` queue
- * @param deliveries the `deliveries` queue, whose failed jobs join the dead letter when given
- */
-export function createDeadLetter(
-  handlerRuns: Queue<HandlerRunData>,
-  deliveries?: Queue,
-): DeadLetter {
+export interface DeadLetterOptions {
+  readonly handlerRuns: Queue<HandlerRunData>;
+  /** The `deliveries` queue, whose failed jobs join the dead letter. */
+  readonly deliveries: Queue;
+  /** Where a run's success marker is, removed when it starts afresh. */
+  readonly markers: SuccessMarkers;
+}
+
+export function createDeadLetter({
+  handlerRuns,
+  deliveries,
+  markers,
+}: DeadLetterOptions): DeadLetter {
   // Job data is read as unknown below: a failed job's data may be anything.
-  const queues: Queue[] = deliveries ? [handlerRuns, deliveries] : [handlerRuns];
+  const queues: Queue[] = [handlerRuns, deliveries];
+  const retryAfresh = (job: Job<unknown>) => startAfresh(job, 'failed', markers);
 
   const entry = (job: Job<unknown>, queue: Queue): DeadLetterEntry => ({
     id: job.id ?? '',
@@ -104,10 +111,7 @@ export function createDeadLetter(
     async retry(id) {
       for (const queue of queues) {
         const job = await queue.getJob(id);
-        if (job && (await job.isFailed())) {
-          await retryAfresh(job);
-          return true;
-        }
+        if (job && (await retryAfresh(job))) return true;
       }
       return false;
     },
@@ -143,14 +147,6 @@ export function createDeadLetter(
 
 /** Failed jobs retried at once by retryAll. */
 const RETRY_PAGE = 500;
-
-/**
- * Back to waiting with its attempts counted from zero, so it gets all of them again. (BullMQ's
- * `retryJobs` keeps the count, which would leave a run that used up its attempts with none.)
- */
-async function retryAfresh(job: Job<unknown>): Promise<void> {
-  await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
-}
 
 function keyOf(delivery: unknown): string {
   return delivery !== null &&

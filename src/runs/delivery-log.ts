@@ -1,23 +1,18 @@
 /**
  * What happened to each delivery, read from the queues for the delivery console: the newest
  * deliveries, or those whose feedback id, delivery key, title, description or reporter email
- * matches a search, each with the runs of its handlers and their attempts (recorded where the
- * runs already write; see runs.ts); under the `quarantined` filter, the quarantine's entries.
- * Nothing else is kept for this: a delivery is here while its job is (completed ones for
- * COMPLETED_JOB_RETENTION_SECONDS, failed ones 7 days), and a run while its job is (failed runs
- * 30 days).
+ * matches a search, each with its runs as the one reader of runs sees them (run-reader.ts);
+ * under the `quarantined` filter, the quarantine's entries. Nothing else is kept for this: a
+ * delivery is here while its job is (completed ones for COMPLETED_JOB_RETENTION_SECONDS, failed
+ * ones 7 days), and a run while its job is (failed runs 30 days).
  */
 import type { Job, Queue } from 'bullmq';
 import { findDelivery } from '../queue/deliveries-queue.js';
-import {
-  handlerRunJobId,
-  readAttempts,
-  type AttemptRecord,
-  type HandlerRunData,
-} from '../queue/handler-runs-queue.js';
 import type { Quarantine, QuarantineSummary } from '../queue/quarantine.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
-import type { RoutingResult } from './runs.js';
+import { iso, type RunReader, type RunView } from './run-reader.js';
+
+export type { RunView } from './run-reader.js';
 
 /** Where a delivery stands: not taken yet, being handled, handled, or some handler failed. */
 export const DELIVERY_STATES = ['waiting', 'running', 'done', 'failed'] as const;
@@ -29,25 +24,6 @@ export type DeliveryFilter = (typeof DELIVERY_FILTERS)[number];
 
 /** A signed delivery that could not be read, listed under the `quarantined` filter. */
 export type QuarantinedDelivery = QuarantineSummary & { readonly state: 'quarantined' };
-
-export interface RunView {
-  readonly handler: string;
-  readonly state: 'completed' | 'failed' | 'pending';
-  /** The run's job in `handler-runs`, when it has one (runs not finished while routing). */
-  readonly runId?: string;
-  /** What the handler returned (auto-triage: the rules that matched and the PATCH). */
-  readonly result?: unknown;
-  /** Why it failed for good. */
-  readonly reason?: string;
-  /** How many attempts it has made (since it was last retried or run again). */
-  readonly attempts?: number;
-  /** Each attempt, oldest first: its start, duration, outcome and error. */
-  readonly history: readonly AttemptRecord[];
-  /** When its last attempt started, ISO 8601 UTC (runs with a job of their own). */
-  readonly startedAt?: string;
-  /** When it finished, ISO 8601 UTC. */
-  readonly finishedAt?: string;
-}
 
 export interface DeliveryView {
   readonly key: string;
@@ -97,7 +73,7 @@ const JOB_STATES: readonly JobState[] = ['active', 'waiting', 'delayed', 'comple
 
 export function createDeliveryLog(
   deliveries: Queue<Delivery>,
-  handlerRuns: Queue<HandlerRunData>,
+  runs: RunReader,
   quarantine: Pick<Quarantine, 'search' | 'count'>,
 ): DeliveryLog {
   /** The `count` newest jobs of every state together, newest first, each with its state. */
@@ -140,63 +116,8 @@ export function createDeliveryLog(
     if (state !== 'completed') {
       return { ...base, state: state === 'active' ? 'running' : 'waiting', runs: [] };
     }
-    const routing = job.returnvalue as RoutingResult | undefined;
-    const runs = await Promise.all(
-      (routing?.handlers ?? []).map((handler) =>
-        runOf(delivery.key, handler, routing, base.routedAt),
-      ),
-    );
-    return { ...base, state: stateOf(runs), runs };
-  }
-
-  async function runOf(
-    key: string,
-    handler: string,
-    routing: RoutingResult | undefined,
-    routedAt: string | undefined,
-  ): Promise<RunView> {
-    const summary = routing?.runs[handler];
-    // The attempt that completed the run while routing.
-    const routingAttempt = summary?.outcome === 'completed' ? summary.attempt : undefined;
-    const runId = handlerRunJobId(key, handler);
-    // A run that completed while routing has a job too when it was run again since.
-    const job = await handlerRuns.getJob(runId);
-    if (!job && summary?.outcome === 'completed') {
-      // Its one attempt was made while routing, which ended after it.
-      return {
-        handler,
-        state: 'completed',
-        result: summary.result,
-        attempts: 1,
-        history: routingAttempt ? [routingAttempt] : [],
-        ...(routedAt ? { finishedAt: routedAt } : {}),
-      };
-    }
-    // No job: run in an earlier routing of the same delivery ('done before'), or gone since.
-    if (!job) {
-      return {
-        handler,
-        state: summary?.outcome === 'done before' ? 'completed' : 'pending',
-        history: [],
-      };
-    }
-    const [jobState, attempts] = await Promise.all([
-      job.getState(),
-      readAttempts(handlerRuns, job),
-    ]);
-    const finished = jobState === 'completed' || jobState === 'failed';
-    return {
-      handler,
-      runId,
-      state: finished ? jobState : 'pending',
-      // The last attempt's number counts the one made while routing too; BullMQ's count does not.
-      attempts: attempts.at(-1)?.attempt ?? job.attemptsMade,
-      history: routingAttempt ? [routingAttempt, ...attempts] : attempts,
-      ...(jobState === 'completed' ? { result: job.returnvalue } : {}),
-      ...(jobState === 'failed' ? { reason: job.failedReason } : {}),
-      ...(job.processedOn ? { startedAt: iso(job.processedOn) } : {}),
-      ...(finished && job.finishedOn ? { finishedAt: iso(job.finishedOn) } : {}),
-    };
+    const routed = await runs.runsOf(job);
+    return { ...base, state: stateOf(routed), runs: routed };
   }
 
   return {
@@ -261,11 +182,6 @@ export function createDeliveryLog(
       return view(job, (await job.getState()) as JobState, read.delivery);
     },
   };
-}
-
-/** A BullMQ time (milliseconds) as ISO 8601 UTC. */
-function iso(time: number): string {
-  return new Date(time).toISOString();
 }
 
 function stateOf(runs: readonly RunView[]): DeliveryState {

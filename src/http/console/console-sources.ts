@@ -1,0 +1,25 @@
+/** What the delivery console reads and acts on: its pages and its API alike. */
+import type { Queue } from 'bullmq';
+import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
+import type { StatsSnapshot } from '../../queue/delivery-stats.js';
+import type { Quarantine } from '../../queue/quarantine.js';
+import type { DeadLetter } from '../../runs/dead-letter.js';
+import type { DeliveryLog } from '../../runs/delivery-log.js';
+import type { RunAgain } from '../../runs/restart.js';
+import type { RunReader } from '../../runs/run-reader.js';
+
+export interface ConsoleSources {
+  readonly deliveryLog: DeliveryLog;
+  readonly quarantine: Quarantine;
+  /** Where a replayed quarantine entry is queued. */
+  readonly deliveries: DeliveryQueue;
+  readonly deadLetter: DeadLetter;
+  /** The one reader of runs. */
+  readonly runs: RunReader;
+  /** Runs a handler again on a delivery it handled. */
+  readonly runAgain: RunAgain;
+  /** The queues whose depths the overview shows. */
+  readonly queues: readonly Queue[];
+  /** What the receivers answered, per minute (see delivery-stats.ts). */
+  readStats(): Promise<StatsSnapshot>;
+}

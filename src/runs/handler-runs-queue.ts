@@ -1,0 +1,161 @@
+/**
+ * What a run is in Redis. A run is one handler's work on one delivery, and it is one job of the
+ * `handler-runs` queue from its first attempt: BullMQ's attempts, backoff, delay and failed state
+ * are the run's. The routing job adds a delivery's runs and completes; every attempt is made by
+ * the worker's one executor (src/worker/runs.ts). docs/runs.md draws the whole life.
+ */
+import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
+import type { Delivery } from '../webhooks/delivery.js';
+import type { JobRetention } from '../queue/deliveries-queue.js';
+
+export const HANDLER_RUNS_QUEUE = 'handler-runs';
+
+/**
+ * The backoff type of every run job: the worker computes each retry's delay from the handler's
+ * backoff (see run-policy.ts), the same delay its log line reports.
+ */
+export const RUN_BACKOFF_TYPE = 'handler-backoff';
+
+/** What a routed delivery's job returns: the handlers that took it, one run each. */
+export interface RoutingResult {
+  readonly handlers: readonly string[];
+}
+
+/** One attempt of a run, kept for the console: its start, how long it took, and what came of it. */
+export interface AttemptRecord {
+  /** 1 for the first. */
+  readonly attempt: number;
+  /** The run's attempts when it was made: attempt 2 of 8. */
+  readonly of: number;
+  /** ISO 8601 UTC. */
+  readonly startedAt: string;
+  readonly ms: number;
+  readonly outcome: 'completed' | 'retrying' | 'delayed' | 'failed' | 'interrupted';
+  /** What the handler threw. */
+  readonly error?: string;
+}
+
+/** A run job's data: the delivery, so an attempt reads nothing else. */
+export interface HandlerRunData {
+  readonly delivery: Delivery;
+}
+
+/** Most attempt records a run's job keeps: rate-limit waits do not spend attempts, so cap them. */
+export const MOST_ATTEMPT_RECORDS = 100;
+
+/** Failed runs are the dead letter, so they are kept longer than finished deliveries. */
+export const HANDLER_RUN_RETENTION: JobRetention = {
+  removeOnComplete: { age: 24 * 60 * 60, count: 10_000 },
+  removeOnFail: { age: 30 * 24 * 60 * 60, count: 100_000 },
+};
+
+export function createHandlerRunsQueue(connection: ConnectionOptions, prefix: string) {
+  return new Queue<HandlerRunData>(HANDLER_RUNS_QUEUE, { connection, prefix });
+}
+
+/**
+ * A run's job id: its delivery's job id and the handler's name. A delivery job is made per
+ * accepted request (a random id), so a delivery received again after DEDUPE_TTL_SECONDS gets
+ * runs of its own, while a routing job that runs twice adds the same runs. Neither part contains
+ * `:`; a delivery job's id contains no `.`, so the first `.` splits the two.
+ */
+export function runJobId(deliveryJobId: string, handlerName: string): string {
+  return `${deliveryJobId}.${handlerName}`;
+}
+
+/** The key of the marker that says a run's handler succeeded (see completion-ledger.ts). */
+export function succeededMarkerKey(prefix: string, runId: string): string {
+  return `${prefix}:${HANDLER_RUNS_QUEUE}:succeeded:${runId}`;
+}
+
+export interface NewRun {
+  readonly handler: string;
+  /** The handler's attempts: the run's, and again after an operator's retry. */
+  readonly attempts: number;
+}
+
+export interface AddRunsOptions {
+  /** How long a run's deduplication marker outlives its job; see DEDUPE_TTL_SECONDS. */
+  readonly dedupeTtlSeconds: number;
+  readonly retention?: JobRetention | undefined;
+}
+
+/**
+ * Adds one job per run of a routed delivery, in one call. Safe to repeat: each job's id is also
+ * its deduplication id, kept for `dedupeTtlSeconds` even after retention removes the finished
+ * job, so a routing job that runs again (after a crash, or a retry) adds only what is missing.
+ *
+ * One call is not all-or-none: BullMQ 6 sends `addBulk` as a pipeline (bullmq#3451), and its
+ * atomic FlowProducer.addBulk takes no deduplication. A partial add fails the call, so the
+ * routing job fails and is retried, and the retry adds the rest.
+ */
+export async function addRuns(
+  queue: Queue<HandlerRunData>,
+  routed: { readonly deliveryJobId: string; readonly delivery: Delivery },
+  runs: readonly NewRun[],
+  { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
+): Promise<void> {
+  if (runs.length === 0) return;
+  await queue.addBulk(
+    runs.map(({ handler, attempts }) => {
+      const jobId = runJobId(routed.deliveryJobId, handler);
+      const opts: JobsOptions = {
+        ...retention,
+        jobId,
+        deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
+        attempts,
+        backoff: { type: RUN_BACKOFF_TYPE },
+        keepLogs: MOST_ATTEMPT_RECORDS,
+      };
+      return { name: handler, data: { delivery: routed.delivery }, opts };
+    }),
+  );
+}
+
+/** Writes the record of an attempt that did not complete its run, as a line of the job's logs. */
+export async function logAttempt(job: Job<unknown>, record: AttemptRecord): Promise<void> {
+  await job.log(JSON.stringify(record));
+}
+
+/**
+ * A run's attempts, oldest first: the ones that did not complete it from its logs (older ones
+ * unread), and the one that completed it from the job's own times.
+ */
+export async function readAttempts(
+  queue: Queue<HandlerRunData>,
+  job: Job<HandlerRunData>,
+  completed: boolean,
+): Promise<AttemptRecord[]> {
+  const { logs } = await queue.getJobLogs(job.id!, 0, MOST_ATTEMPT_RECORDS - 1);
+  const logged = logs.flatMap((line) => {
+    const record = parseAttempt(line);
+    return record ? [record] : [];
+  });
+  const last = completed ? completingAttempt(job) : undefined;
+  return last ? [...logged, last] : logged;
+}
+
+/** The record of the attempt that completed a run's job, from the job's own times. */
+export function completingAttempt(job: Job<unknown>): AttemptRecord | undefined {
+  if (job.processedOn === undefined || job.finishedOn === undefined) return undefined;
+  return {
+    // BullMQ counts the completion as an attempt made.
+    attempt: job.attemptsMade,
+    of: job.opts.attempts ?? 1,
+    startedAt: new Date(job.processedOn).toISOString(),
+    ms: job.finishedOn - job.processedOn,
+    outcome: 'completed',
+  };
+}
+
+function parseAttempt(line: string): AttemptRecord | undefined {
+  try {
+    const value: unknown = JSON.parse(line);
+    const record = value as Partial<AttemptRecord> | null;
+    return typeof record?.attempt === 'number' && typeof record.startedAt === 'string'
+      ? (record as AttemptRecord)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * An operator starts a finished run again, in one way: its job goes back to waiting with its
+ * attempts counted from zero, so it gets all of them and its handler's backoff again, and the
+ * worker asks `where()` again before its first attempt. Its success marker is removed first, so a
+ * worker that crashes during the new run does not take it for done (see completion-ledger.ts).
+ *
+ * - A retry is for a run that failed for good, however it failed: its last attempt, an
+ *   UnrecoverableError, stalled too often, or an error in the processor. `deliveries retry`, the
+ *   console and its API retry through the dead letter (dead-letter.ts), which starts every
+ *   failed job afresh here.
+ * - A run again is for a run that completed, when an operator wants the effect once more (the
+ *   handler was fixed after it did the wrong thing, say). Effects may happen twice, which is why
+ *   the console asks first.
+ *
+ * The run keeps its one id either way, so it is queued once however often an operator asks.
+ */
+import type { FinishedStatus, Job } from 'bullmq';
+import type { RedisConnection } from '../queue/redis.js';
+import { completingAttempt, logAttempt, succeededMarkerKey } from './handler-runs-queue.js';
+import type { RunReader } from './run-reader.js';
+
+/** Where runs' success markers are: the queues' connection and key prefix. */
+export interface SuccessMarkers {
+  readonly connection: RedisConnection;
+  readonly prefix: string;
+}
+
+/**
+ * Starts a finished job again with all of its attempts. (BullMQ's `retryJobs`, and bull-board's
+ * retry, keep the count, which would leave a run that used up its attempts with none.)
+ *
+ * @returns false when the job is not in `from` (any more): someone else restarted it, or it moved on
+ */
+export async function startAfresh(
+  job: Job<unknown>,
+  from: FinishedStatus,
+  markers: SuccessMarkers,
+): Promise<boolean> {
+  if ((await job.getState()) !== from) return false;
+  await markers.connection.del(succeededMarkerKey(markers.prefix, job.id!));
+  // The attempt that completed it is the job's completion, which starting again forgets.
+  const completed = from === 'completed' ? completingAttempt(job) : undefined;
+  if (completed) await logAttempt(job, completed);
+  try {
+    await job.retry(from, { resetAttemptsMade: true, resetAttemptsStarted: true });
+  } catch (error) {
+    // Restarted by someone else a moment ago.
+    if ((await job.getState()) !== from) return false;
+    throw error;
+  }
+  return true;
+}
+
+/**
+ * `queued`: it will run again. `not completed`: it failed (retry it instead) or is under way.
+ * `not found`: no such delivery is remembered, the handler did not take it, or its run is gone.
+ */
+export type RunAgainStatus = 'queued' | 'not completed' | 'not found';
+
+export interface RunAgain {
+  /** One handler's run of the delivery. */
+  run(deliveryKey: string, handler: string): Promise<RunAgainStatus>;
+  /** Every run of the delivery that completed; each handler with what became of it. */
+  all(deliveryKey: string): Promise<{ handler: string; status: RunAgainStatus }[]>;
+}
+
+export function createRunAgain(options: {
+  readonly reader: RunReader;
+  readonly markers: SuccessMarkers;
+}): RunAgain {
+  const { reader, markers } = options;
+
+  async function runAgain(run: Awaited<ReturnType<RunReader['find']>>): Promise<RunAgainStatus> {
+    if (!run || run.state === 'unknown') return 'not found';
+    if (!run.canRunAgain) return 'not completed';
+    const job = await reader.jobOf(run);
+    if (!job) return 'not found';
+    return (await startAfresh(job, 'completed', markers)) ? 'queued' : 'not completed';
+  }
+
+  return {
+    run: async (deliveryKey, handler) => runAgain(await reader.find(deliveryKey, handler)),
+    async all(deliveryKey) {
+      const deliveryJob = await reader.deliveryJob(deliveryKey);
+      if (!deliveryJob) return [];
+      const runs = await reader.runsOf(deliveryJob);
+      return Promise.all(
+        runs.map(async (run) => ({ handler: run.handler, status: await runAgain(run) })),
+      );
+    },
+  };
+}

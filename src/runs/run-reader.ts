@@ -1,0 +1,112 @@
+/**
+ * The one reader of runs: what became of each handler's run of a delivery, read from the queues.
+ * The console, its API, the CLI, the operators' actions (restart.ts) and the public exports all
+ * read runs here, and nowhere else; the worker that makes the attempts is not asked.
+ */
+import type { Job, Queue } from 'bullmq';
+import { findDelivery } from '../queue/deliveries-queue.js';
+import type { Delivery } from '../webhooks/delivery.js';
+import {
+  readAttempts,
+  runJobId,
+  type AttemptRecord,
+  type HandlerRunData,
+  type RoutingResult,
+} from './handler-runs-queue.js';
+
+/**
+ * `pending`: waiting, delayed or under way. `unknown`: its job is no longer kept (retention), or
+ * the delivery was routed by a version that kept runs elsewhere.
+ */
+export type RunState = 'pending' | 'completed' | 'failed' | 'unknown';
+
+export interface RunView {
+  readonly handler: string;
+  /** The run's job in `handler-runs`: what `deliveries retry` takes. */
+  readonly runId: string;
+  readonly state: RunState;
+  /** What the handler returned (auto-triage: the rules that matched and the PATCH). */
+  readonly result?: unknown;
+  /** Why it failed for good. */
+  readonly reason?: string;
+  /** How many attempts it has made since it last started afresh. */
+  readonly attempts?: number;
+  /** Each attempt, oldest first (earlier lives too): its start, duration, outcome and error. */
+  readonly history: readonly AttemptRecord[];
+  /** When its last attempt started, ISO 8601 UTC. */
+  readonly startedAt?: string;
+  /** When it finished, ISO 8601 UTC. */
+  readonly finishedAt?: string;
+  /** It failed for good: a retry starts it afresh. */
+  readonly canRetry: boolean;
+  /** It completed: it may run again, on an operator's word. */
+  readonly canRunAgain: boolean;
+}
+
+export interface RunReader {
+  /** The runs of a delivery's job, read once it completed; none before it is routed. */
+  runsOf(deliveryJob: Job<Delivery>): Promise<RunView[]>;
+  /** The job of the delivery with this key, while the delivery is remembered and its job kept. */
+  deliveryJob(deliveryKey: string): Promise<Job<Delivery> | undefined>;
+  /** One handler's run of the delivery with this key, once it is routed. */
+  find(deliveryKey: string, handler: string): Promise<RunView | undefined>;
+  /** The job of a run, for the operators' actions. */
+  jobOf(run: Pick<RunView, 'runId'>): Promise<Job<HandlerRunData> | undefined>;
+}
+
+export function createRunReader(
+  deliveries: Queue<Delivery>,
+  handlerRuns: Queue<HandlerRunData>,
+): RunReader {
+  async function view(handler: string, runId: string): Promise<RunView> {
+    const job = await handlerRuns.getJob(runId);
+    if (!job) return { handler, runId, state: 'unknown', history: [], ...cannot };
+    const jobState = await job.getState();
+    // The state first: a finished job is final, so what is read after it is complete.
+    const finished = jobState === 'completed' || jobState === 'failed';
+    const read = finished ? ((await handlerRuns.getJob(runId)) ?? job) : job;
+    const history = await readAttempts(handlerRuns, read, jobState === 'completed');
+    return {
+      handler,
+      runId,
+      state: finished ? jobState : 'pending',
+      attempts: read.attemptsMade,
+      history,
+      ...(jobState === 'completed' ? { result: read.returnvalue } : {}),
+      ...(jobState === 'failed' ? { reason: read.failedReason } : {}),
+      ...(read.processedOn ? { startedAt: iso(read.processedOn) } : {}),
+      ...(finished && read.finishedOn ? { finishedAt: iso(read.finishedOn) } : {}),
+      canRetry: jobState === 'failed',
+      canRunAgain: jobState === 'completed',
+    };
+  }
+
+  const reader: RunReader = {
+    async runsOf(deliveryJob) {
+      // Only a routed delivery's job has a return value.
+      const routing = deliveryJob.returnvalue as RoutingResult | null | undefined;
+      return Promise.all(
+        (routing?.handlers ?? []).map((handler) =>
+          view(handler, runJobId(deliveryJob.id!, handler)),
+        ),
+      );
+    },
+    deliveryJob: (deliveryKey) => findDelivery(deliveries, deliveryKey),
+    async find(deliveryKey, handler) {
+      const deliveryJob = await findDelivery(deliveries, deliveryKey);
+      const routing = deliveryJob?.returnvalue as RoutingResult | null | undefined;
+      return deliveryJob && routing?.handlers.includes(handler)
+        ? view(handler, runJobId(deliveryJob.id!, handler))
+        : undefined;
+    },
+    jobOf: async ({ runId }) => handlerRuns.getJob(runId),
+  };
+  return reader;
+}
+
+const cannot = { canRetry: false, canRunAgain: false } as const;
+
+/** A BullMQ time (milliseconds) as ISO 8601 UTC. */
+export function iso(time: number): string {
+  return new Date(time).toISOString();
+}
