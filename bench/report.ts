@@ -29,8 +29,11 @@ export interface ReportInput {
 
 /** Doing more than the naive receiver must not cost more. */
 const TARGET_VS_NAIVE = 1.0;
-/** The worker's floor against a bare BullMQ worker. */
-const TARGET_WORKER_RATIO = 0.6;
+/**
+ * The worker's floor against a bare BullMQ worker: a delivery is two jobs (its routing and its
+ * one run), so two thirds of bare BullMQ's speed per job (issue 21; the aim is 0.4).
+ */
+const TARGET_WORKER_RATIO = 0.33;
 /** The concurrency the headline ratios are taken at. */
 export const HEADLINE_CONCURRENCY = 50;
 
@@ -107,7 +110,7 @@ function headline({ receiver, worker }: ReportInput): string {
       '',
     ],
     [
-      'worker: worker path / bare BullMQ, deliveries/s',
+      'worker: worker path, deliveries/s (each routed and run) / bare BullMQ, jobs/s',
       fixed(workerRatio),
       `>= ${TARGET_WORKER_RATIO}`,
     ],

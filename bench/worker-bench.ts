@@ -1,9 +1,10 @@
 /**
- * The whole worker path (the deliveries worker routing each delivery and making the run of one
- * no-op handler, with its bookkeeping, logging and metrics), as `feedback-receiver work` runs it,
- * against a bare BullMQ Worker with a no-op processor draining the same number of jobs in the
- * same run. The queues are filled first; the clock runs from the worker's start until the
- * last job's processor has run.
+ * The whole worker path (routing each delivery, which adds its run, then the run of one no-op
+ * handler as a `handler-runs` job, with its bookkeeping, logging and metrics), as
+ * `feedback-receiver work` runs it, against a bare BullMQ Worker with a no-op processor draining
+ * the same number of jobs in the same run. The queues are filled first; the clock runs from the
+ * worker's start until the last handler run (the last bare job's processor) has run. A delivery
+ * is two jobs, a bare job one.
  */
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';

@@ -36,6 +36,8 @@ export interface TestWorkerEnv {
     api?: ApiClient;
     concurrency?: number;
     lockDurationMs?: number;
+    /** Another URL of the same Redis: to connect as a user of its own (an ACL user, say). */
+    redisUrl?: string;
   }): Promise<WorkerRuntime>;
   /** Resolves once `count` handler runs have completed (and fails at the deadline). */
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
@@ -53,7 +55,14 @@ export interface TestWorkerEnv {
   close(): Promise<void>;
 }
 
-export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
+export interface TestWorkerEnvOptions {
+  /** DEDUPE_TTL_SECONDS of the producer and of every worker. Default: 3600. */
+  readonly dedupeTtlSeconds?: number;
+}
+
+export async function createTestWorkerEnv({
+  dedupeTtlSeconds = 3600,
+}: TestWorkerEnvOptions = {}): Promise<TestWorkerEnv> {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
   const redisUrl = inject('redisUrl');
   const logs: Record<string, unknown>[] = [];
@@ -65,7 +74,7 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
   const producer = createDeliveryQueue({
     connection: producerConnection,
     prefix,
-    dedupeTtlSeconds: 3600,
+    dedupeTtlSeconds,
   });
   await vi.waitFor(() => expect(producerConnection.status, 'redis').toBe('ready'), {
     timeout: 5_000,
@@ -94,8 +103,14 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
       await producer.enqueue(delivery);
       return delivery;
     },
-    async startWorker({ handlers, api = unlimitedApi, concurrency = 5, lockDurationMs }) {
-      const connection = createWorkerConnection(redisUrl, logger);
+    async startWorker({
+      handlers,
+      api = unlimitedApi,
+      concurrency = 5,
+      lockDurationMs,
+      redisUrl: url = redisUrl,
+    }) {
+      const connection = createWorkerConnection(url, logger);
       connections.push(connection);
       const runtime = await startWorkerRuntime({
         connection,
@@ -104,7 +119,7 @@ export async function createTestWorkerEnv(): Promise<TestWorkerEnv> {
         api,
         logger,
         concurrency,
-        dedupeTtlSeconds: 3600,
+        dedupeTtlSeconds,
         ...(lockDurationMs ? { lockDurationMs } : {}),
       });
       runtimes.push(runtime);
