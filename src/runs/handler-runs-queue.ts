@@ -81,13 +81,15 @@ export interface AddRunsOptions {
 }
 
 /**
- * Adds one job per run of a routed delivery, in one call. Safe to repeat: each job's id is also
- * its deduplication id, kept for `dedupeTtlSeconds` even after retention removes the finished
- * job, so a routing job that runs again (after a crash, or a retry) adds only what is missing.
+ * Adds one job per run of a routed delivery. Safe to repeat: each job's id is also its
+ * deduplication id, kept for `dedupeTtlSeconds` even after retention removes the finished job, so
+ * a routing job that runs again (after a crash, or a retry) adds only what is missing.
  *
- * One call is not all-or-none: BullMQ 6 sends `addBulk` as a pipeline (bullmq#3451), and its
- * atomic FlowProducer.addBulk takes no deduplication. A partial add fails the call, so the
- * routing job fails and is retried, and the retry adds the rest.
+ * The adds go out together, in the same tick; they are not all-or-none, and need not be: a
+ * failed add fails the routing job, whose retry adds the rest. (BullMQ's `addBulk` is not
+ * all-or-none either: it is a pipeline, bullmq#3451, and an ioredis pipeline copies every Lua
+ * script of the connection when it is made, which costs more than the adds themselves. The
+ * atomic FlowProducer.addBulk takes no deduplication.)
  */
 export async function addRuns(
   queue: Queue<HandlerRunData>,
@@ -95,8 +97,8 @@ export async function addRuns(
   runs: readonly NewRun[],
   { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
 ): Promise<void> {
-  if (runs.length === 0) return;
-  await queue.addBulk(
+  const data = { delivery: routed.delivery };
+  await Promise.all(
     runs.map(({ handler, attempts }) => {
       const jobId = runJobId(routed.deliveryJobId, handler);
       const opts: JobsOptions = {
@@ -107,7 +109,7 @@ export async function addRuns(
         backoff: { type: RUN_BACKOFF_TYPE },
         keepLogs: MOST_ATTEMPT_RECORDS,
       };
-      return { name: handler, data: { delivery: routed.delivery }, opts };
+      return queue.add(handler, data, opts);
     }),
   );
 }

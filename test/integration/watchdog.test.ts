@@ -26,6 +26,8 @@ function setUp(processor: (job: Job) => Promise<unknown>, concurrency = 2) {
     destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
   });
   const created: Worker[] = [];
+  /** Each created worker's connection, as the watchdog gave it. */
+  const connections: Redis[] = [];
   let restarts = 0;
   const watched: WatchedWorker<unknown> = watchWorker({
     queue,
@@ -36,6 +38,7 @@ function setUp(processor: (job: Job) => Promise<unknown>, concurrency = 2) {
     restarted: () => void (restarts += 1),
     connection: shared,
     create: (tracked, own) => {
+      connections.push(own as Redis);
       const worker = new Worker('jobs', tracked, { connection: own, prefix, concurrency });
       created.push(worker);
       return worker;
@@ -46,7 +49,7 @@ function setUp(processor: (job: Job) => Promise<unknown>, concurrency = 2) {
     () => queue.close(),
     () => watched.close(),
   );
-  return { queue, watched, created, lines, restarts: () => restarts };
+  return { queue, watched, created, connections, shared, lines, restarts: () => restarts };
 }
 
 it('recreates a worker that takes no job while jobs wait, and the jobs run', async () => {
@@ -100,3 +103,39 @@ it('leaves a busy worker alone while jobs wait for it, and an idle one with noth
   await sleep(1_200);
   expect(restarts()).toBe(0);
 });
+
+it("keeps the process's connection when it cuts off a replaced worker that would not close", async () => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const done: string[] = [];
+  const { queue, created, connections, shared, restarts } = setUp(async (job) => {
+    if (job.name === 'long') await released;
+    done.push(job.name);
+  });
+  cleanup.push(async () => release()); // first: the long job ends with the test
+  await queue.add('long', {});
+  await vi.waitFor(async () => expect(await queue.getActiveCount(), 'the long job').toBe(1), {
+    timeout: 5_000,
+  });
+  // A worker that takes nothing more, while its long job keeps it from closing.
+  await created[0]!.pause(true);
+  await queue.add('mid', {});
+  await queue.add('after', {});
+  await vi.waitFor(
+    () => expect(done.sort(), 'the jobs after the restart').toEqual(['after', 'mid']),
+    { timeout: 10_000 },
+  );
+  expect(restarts()).toBe(1);
+
+  // It cannot close while its job runs, so it is cut off after a while: its connection ends.
+  await vi.waitFor(
+    () => expect(connections[0]!.status, "the replaced worker's connection").toBe('end'),
+    { timeout: 10_000 },
+  );
+  expect(shared.status, "the process's connection").toBe('ready');
+  await expect(queue.getWaitingCount(), 'a queue call').resolves.toBeTypeOf('number');
+  await queue.add('later', {});
+  await vi.waitFor(() => expect(done, 'a job after the cut-off').toContain('later'), {
+    timeout: 5_000,
+  });
+}, 25_000);

@@ -1,0 +1,362 @@
+/**
+ * Issue 21's defects, one test each, every one written to fail on the design before it (a run's
+ * first attempt made inside its routing job) and to hold on the design of one executor. The
+ * watchdog's zombie (defect 4) is in watchdog.test.ts; a worker process that exits on SIGTERM
+ * whatever its handlers do is in test/e2e/worker-shutdown.test.ts.
+ *
+ * Where a defect needs Redis to refuse a write (the issue saw an OOM error while a run was
+ * queued), the worker connects as a Redis user of the test's own that may write every key but
+ * the run of one handler: a real Redis refusing a real write, for that run only.
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue, QueueEvents, UnrecoverableError } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterEach, expect, inject, it, vi } from 'vitest';
+import { HANDLER_RUNS_QUEUE } from '../../src/runs/handler-runs-queue.js';
+import type { Delivery } from '../../src/webhooks/delivery.js';
+import { defineHandler, type Handler } from '../../src/worker/handler.js';
+import {
+  createTestWorkerEnv,
+  type TestWorkerEnv,
+  type TestWorkerEnvOptions,
+} from '../helpers/test-worker.js';
+
+/** Run after each test, last added first. */
+const cleanup: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function setUp(options?: TestWorkerEnvOptions): Promise<TestWorkerEnv> {
+  const env = await createTestWorkerEnv(options);
+  cleanup.push(() => env.close());
+  return env;
+}
+
+/** A promise a handler waits on, settled at the latest when the test ends. */
+function latch(): { wait: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const wait = new Promise<void>((resolve) => (open = resolve));
+  cleanup.push(() => open());
+  return { wait, open };
+}
+
+const fast = { delayMs: 10, jitter: 0 };
+
+/**
+ * A Redis user that may read every key and write every key but the ones whose name ends in
+ * `.<handler>`: the run of that handler (its job and its deduplication marker), in either
+ * design's run ids. `allow()` lifts the refusal, as a Redis that has memory again.
+ */
+async function refusingTheRunOf(
+  env: TestWorkerEnv,
+  handler: string,
+): Promise<{ url: string; allow(): Promise<void> }> {
+  expect(handler, 'a one-letter handler name').toMatch(/^[a-z]$/);
+  const admin = new Redis(inject('redisUrl'));
+  const user = `refuses-${env.prefix}`;
+  const password = randomUUID();
+  await admin.call(
+    'ACL',
+    'SETUSER',
+    user,
+    'reset',
+    'on',
+    `>${password}`,
+    '+@all',
+    '&*',
+    '%R~*',
+    `~*[^${handler}]`,
+    `~*[^.]${handler}`,
+  );
+  // After the workers have closed: deleting the user disconnects its clients.
+  cleanup.unshift(async () => {
+    await admin.call('ACL', 'DELUSER', user);
+    await admin.quit();
+  });
+  const url = new URL(inject('redisUrl'));
+  url.username = user;
+  url.password = password;
+  return {
+    url: url.toString(),
+    allow: async () => void (await admin.call('ACL', 'SETUSER', user, 'allkeys')),
+  };
+}
+
+/** The `handler-runs` queue of the test, to read. */
+function runsQueue(env: TestWorkerEnv): Queue {
+  const queue = new Queue(HANDLER_RUNS_QUEUE, { connection: env.connection, prefix: env.prefix });
+  cleanup.push(() => queue.close());
+  return queue;
+}
+
+/** A queue's jobs not yet finished. */
+async function unfinished(queue: Queue) {
+  const { waiting, active, delayed } = await queue.getJobCounts();
+  return { waiting, active, delayed };
+}
+
+const NONE = { waiting: 0, active: 0, delayed: 0 };
+
+it('gives a delivery received again after DEDUPE_TTL_SECONDS runs of its own, with all their retries', async () => {
+  const env = await setUp({ dedupeTtlSeconds: 1 });
+  let calls = 0;
+  await env.startWorker({
+    handlers: [
+      defineHandler({
+        name: 'flaky',
+        attempts: 3,
+        backoff: fast,
+        handle: () => {
+          calls += 1;
+          if (calls === 1) throw new UnrecoverableError('the first call gives up at once');
+          throw new Error(`call ${calls} failed`);
+        },
+      }),
+    ],
+  });
+  const delivery: Delivery = {
+    key: 'feedback.created:fb_again',
+    event: 'feedback.created',
+    receivedAt: new Date().toISOString(),
+    record: { id: 'fb_again' },
+  };
+  expect((await env.producer.enqueue(delivery)).status).toBe('queued');
+  await env.failedRuns(1);
+  expect(calls).toBe(1);
+
+  // The key is forgotten after its TTL, so the same delivery is new again.
+  await vi.waitFor(
+    async () => expect(await env.producer.find(delivery.key), 'the key forgotten').toBeUndefined(),
+    { timeout: 5_000 },
+  );
+  const again = { ...delivery, receivedAt: new Date().toISOString() };
+  expect((await env.producer.enqueue(again)).status).toBe('queued');
+  // 1 call for the first delivery, then all 3 attempts of the second one's run.
+  await vi.waitFor(() => expect(calls, 'handler calls').toBe(4), { timeout: 5_000 });
+  await env.failedRuns(2);
+  expect(calls).toBe(4);
+});
+
+it('leaves the runs of a handler a worker lacks to a worker that has it, instead of the dead letter', async () => {
+  const env = await setUp();
+  const records = ['fb_r1', 'fb_r2', 'fb_r3', 'fb_r4'];
+  const aCalls: string[] = [];
+  const bFailedOnce = new Set<string>();
+  const bDone = new Set<string>();
+  const a = defineHandler({ name: 'a', handle: ({ record }) => void aCalls.push(record.id) });
+  // Fails its first attempt on each record; its retry is due well after this worker is closed.
+  const b = defineHandler({
+    name: 'b',
+    attempts: 3,
+    backoff: { delayMs: 1_500, jitter: 0 },
+    handle: ({ record }) => {
+      if (!bFailedOnce.has(record.id)) {
+        bFailedOnce.add(record.id);
+        throw new Error('b: not yet');
+      }
+      bDone.add(record.id);
+    },
+  });
+
+  // The new version routes every delivery: a's runs complete, b's first attempts fail.
+  const newer = await env.startWorker({ handlers: [a, b] });
+  for (const id of records) await env.deliver({ id });
+  await vi.waitFor(
+    () => {
+      expect(aCalls.sort(), "a's runs").toEqual(records);
+      expect([...bFailedOnce].sort(), "b's first attempts").toEqual(records);
+    },
+    { timeout: 5_000 },
+  );
+  await newer.close(1_000);
+
+  // Only the older version runs now, and takes each of b's runs when its retry is due.
+  const events = new QueueEvents(HANDLER_RUNS_QUEUE, {
+    connection: { url: inject('redisUrl') },
+    prefix: env.prefix,
+  });
+  cleanup.push(() => events.close());
+  const takenByOlder = new Set<string>();
+  events.on('active', ({ jobId }) => {
+    if (jobId.endsWith('.b')) takenByOlder.add(jobId);
+  });
+  await events.waitUntilReady();
+  const older = await env.startWorker({ handlers: [a] });
+  await vi.waitFor(
+    () => expect(takenByOlder.size, "b's runs taken by the older worker").toBe(records.length),
+    { timeout: 10_000 },
+  );
+  await older.close(1_000);
+  const inDeadLetter = (await env.deadLetter().list()).filter((entry) => entry.handler === 'b');
+  expect(inDeadLetter, "b's runs in the dead letter").toEqual([]);
+
+  // A worker of the new version finishes every one of them. (Their wait for it is cut short.)
+  const finisher = await env.startWorker({ handlers: [a, b] });
+  await finisher.handlerRuns.promoteJobs();
+  await vi.waitFor(() => expect([...bDone].sort(), "b's runs completed").toEqual(records), {
+    timeout: 5_000,
+  });
+  expect(await env.deadLetter().count()).toBe(0);
+  expect(aCalls).toHaveLength(records.length);
+});
+
+it("resolves a worker's close though a handler ignores its signal, and another worker completes the run", async () => {
+  const env = await setUp();
+  const stuck = latch();
+  let started = false;
+  const stubborn = await env.startWorker({
+    lockDurationMs: 1_000,
+    handlers: [
+      defineHandler({
+        name: 'stubborn',
+        // Ignores its AbortSignal, and waits for the test's end.
+        handle: async () => {
+          started = true;
+          await stuck.wait;
+        },
+      }),
+    ],
+  });
+  await env.deliver({ id: 'fb_stubborn' });
+  await vi.waitFor(() => expect(started, 'the handler to start').toBe(true), { timeout: 5_000 });
+
+  // A generous bound, far above the shutdown timeout and the wait before abandoning.
+  const closed = await Promise.race([
+    stubborn.close(500).then(() => 'closed' as const),
+    new Promise<'still closing'>((resolve) => {
+      const timer = setTimeout(() => resolve('still closing'), 15_000);
+      cleanup.push(() => clearTimeout(timer));
+    }),
+  ]);
+  expect(closed, "the worker's close").toBe('closed');
+
+  // Its run was abandoned, not lost: once its lock expires another worker completes it.
+  let completedElsewhere = 0;
+  const other = await env.startWorker({
+    lockDurationMs: 1_000,
+    handlers: [
+      defineHandler({ name: 'stubborn', handle: () => void (completedElsewhere += 1) }),
+    ],
+  });
+  await vi.waitFor(
+    async () => {
+      expect(completedElsewhere, 'the run on the other worker').toBe(1);
+      expect(await other.handlerRuns.getCompletedCount(), 'the run completed').toBe(1);
+    },
+    { timeout: 10_000 },
+  );
+}, 30_000);
+
+it('does not run a completed handler again when a failed routing job is retried from the dead letter', async () => {
+  const env = await setUp();
+  const refusing = await refusingTheRunOf(env, 'b');
+  let aCalls = 0;
+  let bCalls = 0;
+  const handlers: Handler[] = [
+    defineHandler({ name: 'a', handle: () => void (aCalls += 1) }),
+    // Fails its first attempt, so the old design queued its retry: the write Redis refuses.
+    defineHandler({
+      name: 'b',
+      attempts: 3,
+      backoff: fast,
+      handle: () => {
+        bCalls += 1;
+        if (bCalls === 1) throw new Error('b: not yet');
+      },
+    }),
+  ];
+  await env.startWorker({ handlers, redisUrl: refusing.url });
+  const { key } = await env.deliver({ id: 'fb_refused' });
+
+  // a completes; queueing b's run is refused, and the routing job fails into the dead letter.
+  await vi.waitFor(
+    async () => {
+      expect(await env.deliveries.getFailedCount(), 'the routing job failed').toBe(1);
+      expect(env.logs, "a's run completed").toContainEqual(
+        expect.objectContaining({ msg: 'handler run', handler: 'a', outcome: 'completed' }),
+      );
+    },
+    { timeout: 5_000 },
+  );
+  expect(aCalls).toBe(1);
+  expect((await env.deliveries.getFailed())[0]?.failedReason, 'why').toMatch(/NOPERM/);
+
+  await refusing.allow();
+  const routing = await env.producer.find(key);
+  expect(await env.deadLetter().retry(routing!.id!), 'the retry').toBe(true);
+  // Routed again: every run of the delivery finishes, b's included.
+  const handlerRuns = runsQueue(env);
+  await vi.waitFor(
+    async () => {
+      expect(await env.deliveries.getCompletedCount(), 'the routing job completed').toBe(1);
+      expect(await unfinished(env.deliveries), 'deliveries to route').toEqual(NONE);
+      expect(await unfinished(handlerRuns), 'runs to make').toEqual(NONE);
+      expect(bCalls, "b's run completed").toBeGreaterThanOrEqual(2);
+    },
+    { timeout: 5_000 },
+  );
+  expect(await env.deadLetter().count(), 'the dead letter').toBe(0);
+  expect(aCalls, 'calls of a, which had completed').toBe(1);
+});
+
+it("keeps a run's attempt inside a job, and records its failure, when queueing its sibling fails", async () => {
+  const env = await setUp();
+  const refusing = await refusingTheRunOf(env, 'a');
+  const slow = latch();
+  let bCalls = 0;
+  let bCompleted = false;
+  const handlers: Handler[] = [
+    defineHandler({
+      name: 'a',
+      handle: () => {
+        throw new UnrecoverableError('a: gives up at once');
+      },
+    }),
+    defineHandler({
+      name: 'b',
+      attempts: 2,
+      backoff: fast,
+      handle: async () => {
+        bCalls += 1;
+        if (bCalls === 1) {
+          await slow.wait;
+          throw new Error('b: slow, then failed');
+        }
+        bCompleted = true;
+      },
+    }),
+  ];
+  const runtime = await env.startWorker({ handlers, redisUrl: refusing.url });
+  await env.deliver({ id: 'fb_siblings' });
+
+  // Queueing a's run fails at once and fails the routing job, while b's attempt is under way.
+  await vi.waitFor(
+    async () => {
+      expect(bCalls, "b's attempt started").toBe(1);
+      expect(await env.deliveries.getFailedCount(), 'the routing job failed').toBe(1);
+    },
+    { timeout: 5_000 },
+  );
+  expect((await env.deliveries.getFailed())[0]?.failedReason, 'why').toMatch(/NOPERM/);
+  const [routing, runs] = await Promise.all([
+    env.deliveries.getActiveCount(),
+    runtime.handlerRuns.getActiveCount(),
+  ]);
+  expect(routing + runs, "jobs active while b's attempt runs").toBe(1);
+
+  // b's failure is recorded: its run is retried, and completes.
+  const handlerRuns = runsQueue(env);
+  slow.open();
+  await vi.waitFor(
+    async () => {
+      expect(bCompleted, "b's second attempt").toBe(true);
+      expect(await unfinished(handlerRuns), "b's run finished").toEqual(NONE);
+    },
+    { timeout: 5_000 },
+  );
+  expect(bCalls).toBe(2);
+  expect(env.logs).toContainEqual(
+    expect.objectContaining({ msg: 'handler run failed; will retry', handler: 'b' }),
+  );
+});
