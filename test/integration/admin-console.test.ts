@@ -324,7 +324,7 @@ describe("a delivery's page", () => {
     );
     const what = steps.map((step) => step.replace(/^\S+ /, '')); // without the time
     expect(what.slice(0, 3)).toEqual(['received', 'queued', 'taken by a worker']);
-    // The runs' attempts, made while routing, and routing's end: in an order the clock decides.
+    // Routing's end and the runs' attempts: in an order the clock decides.
     // Then picky's attempt after the dead letter's group retry above, counted from 1 again.
     const pickyFailed = /^picky: attempt 1 of 8, failed for good after \d+ ms: picky refused it$/;
     expect(what.slice(3).sort()).toEqual([

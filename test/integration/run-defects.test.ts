@@ -235,9 +235,7 @@ it("resolves a worker's close though a handler ignores its signal, and another w
   let completedElsewhere = 0;
   const other = await env.startWorker({
     lockDurationMs: 1_000,
-    handlers: [
-      defineHandler({ name: 'stubborn', handle: () => void (completedElsewhere += 1) }),
-    ],
+    handlers: [defineHandler({ name: 'stubborn', handle: () => void (completedElsewhere += 1) })],
   });
   await vi.waitFor(
     async () => {
