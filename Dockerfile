@@ -9,7 +9,11 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+# typescript goes by hand: bull-board's valibot names it as an optional peer, so npm counts it as an
+# optional production dependency, which --omit=dev keeps and --omit=optional would take with
+# msgpackr-extract. Nothing loads it at run time. .ci/container-recipe checks it is gone.
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund \
+  && rm -rf node_modules/typescript node_modules/.bin/tsc node_modules/.bin/tsserver
 
 # Production dependencies and dist/ only (package.json says the code is ESM), run as the image's
 # unprivileged "node" user. Rules files and handler modules are mounted (see docker-compose.yml).

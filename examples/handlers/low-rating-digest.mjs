@@ -5,7 +5,7 @@
 // summary. It shows the parts of a handler: a unique name, a typed `where` filter, the record,
 // a logger that already carries the delivery key, and retries with the handler's own policy.
 import { appendFile } from 'node:fs/promises';
-import { defineHandler } from 'feedback-receiver';
+import { defineHandler } from 'feedback-receiver/handler';
 
 /** Where the digest goes; LOW_RATING_DIGEST overrides it. */
 const digestFile = process.env.LOW_RATING_DIGEST ?? 'low-ratings.jsonl';
