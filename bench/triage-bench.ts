@@ -18,7 +18,7 @@ import { freePort } from '../src/cli/free-port.js';
 import { registerHook } from '../src/cli/register-hook.js';
 import { loadReceiverConfig, loadWorkerConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { HANDLER_RUNS_QUEUE } from '../src/queue/handler-runs-queue.js';
+import { HANDLER_RUNS_QUEUE } from '../src/index.js';
 import { startReceiver } from '../src/receiver.js';
 import { DEFAULT_SEED, SANDBOX_TOKEN, type Seed } from '../src/sandbox/seed.js';
 import { startSandbox } from '../src/sandbox/server.js';
