@@ -3,7 +3,7 @@
 # .ci/container-recipe runs the same steps without Docker, so CI proves them.
 
 # Build with dev dependencies, then keep only the production ones.
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -17,7 +17,7 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund \
 
 # Production dependencies and dist/ only (package.json says the code is ESM), run as the image's
 # unprivileged "node" user. Rules files and handler modules are mounted (see docker-compose.yml).
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=node:node /app/package.json ./

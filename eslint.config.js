@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 const restrictedImports = (patterns) => ['error', { patterns }];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-bench/', 'node_modules/', 'coverage/'] },
+  { ignores: ['dist/', 'dist-bench/', 'node_modules/', 'coverage/', '.cache/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

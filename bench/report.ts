@@ -62,7 +62,7 @@ export function renderReport(input: ReportInput): { summary: string; markdown: s
   return { summary, markdown };
 }
 
-function headline({ receiver, worker }: ReportInput): string {
+function headline({ receiver, worker, triage }: ReportInput): string {
   const at = receiver.rounds.get(HEADLINE_CONCURRENCY);
   const rps = (target: Target) => median(at?.get(target)?.map((r) => r.requestsPerSecond) ?? []);
   const p99 = (target: Target) => median(at?.get(target)?.map((r) => r.p99Ms) ?? []);
@@ -114,6 +114,7 @@ function headline({ receiver, worker }: ReportInput): string {
       fixed(workerRatio),
       `>= ${TARGET_WORKER_RATIO}`,
     ],
+    triageHeadlineRow(triage),
   ];
   return [
     `## Headline (concurrency ${HEADLINE_CONCURRENCY})`,
@@ -223,19 +224,43 @@ function replicaAckTable(rows: readonly ReplicaAckRow[]): string {
   ].join('\n');
 }
 
+/** Auto-triage at the API's real minute: its pace against the limit's, with nothing refused. */
+const TARGET_OF_LIMIT = 0.95;
+
+function triageHeadlineRow(triage: TriageBenchResult): string[] {
+  const measured = `${percent(triage.ofLimit)}, ${triage.refused} refused`;
+  return triage.scaled
+    ? [
+        `triage: PATCH pace / API limit, refused (scaled: the minute as ${triage.windowMs / 1000} s; slots held ${triage.marginMs} ms past it)`,
+        measured,
+        '0 refused',
+      ]
+    : [
+        `triage: PATCH pace / API limit, refused (the real minute, ${triage.workerProcesses} worker processes)`,
+        measured,
+        `>= ${percent(TARGET_OF_LIMIT)}, 0 refused`,
+      ];
+}
+
 function triageTable(triage: TriageBenchResult): string {
+  const window = triage.scaled ? `${triage.windowMs / 1000} s` : 'minute';
   return [
-    '## Auto-triage under the API rate limit (the minute scaled down to a second)',
+    triage.scaled
+      ? `## Auto-triage under the API rate limit (scaled: the minute as ${window}, one worker in the bench's process, slots held ${triage.marginMs} ms past the window)`
+      : `## Auto-triage under the API rate limit (the real minute, ${triage.workerProcesses} \`feedback-receiver work\` processes)`,
     '',
     table(
       [
         'deliveries',
         'PATCHed',
         'failed runs',
-        'limit /s',
-        'achieved /s',
-        'busiest second',
+        `limit / ${window}`,
+        `achieved / ${window}`,
+        'of the limit',
+        `busiest ${window}`,
         'refused (429)',
+        'first to last PATCH s',
+        'ideal s',
         'took s',
       ],
       [
@@ -243,15 +268,41 @@ function triageTable(triage: TriageBenchResult): string {
           String(triage.deliveries),
           String(triage.patched),
           String(triage.failedRuns),
-          String(triage.limitPerSecond),
-          triage.achievedPerSecond.toFixed(1),
-          String(triage.busiestSecond),
+          String(triage.limit),
+          triage.achievedPerWindow.toFixed(1),
+          percent(triage.ofLimit),
+          String(triage.busiestWindow),
           String(triage.refused),
+          triage.firstToLastSeconds.toFixed(1),
+          triage.idealSeconds.toFixed(0),
           triage.seconds.toFixed(1),
         ],
       ],
     ),
   ].join('\n');
+}
+
+/** `npm run bench -- --only triage`: the triage section alone, with its headline row. */
+export function renderTriageReport(
+  input: Pick<ReportInput, 'date' | 'node' | 'cores' | 'cpu' | 'minutes' | 'quick' | 'triage'>,
+): { summary: string; markdown: string } {
+  const summary = [
+    '## Headline',
+    '',
+    table(['ratio', 'measured', 'target'], [triageHeadlineRow(input.triage)]),
+    '',
+    triageTable(input.triage),
+  ].join('\n');
+  const markdown = [
+    '# Benchmarks: auto-triage only',
+    '',
+    `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench -- --only triage${input.quick ? ' --quick' : ''}\` ` +
+      `on Node ${input.node}, ${input.cores} cores (${input.cpu}), in ${input.minutes.toFixed(1)} minutes.`,
+    '',
+    summary,
+    '',
+  ].join('\n');
+  return { summary, markdown };
 }
 
 function memoryTable({ receiver: { memory } }: ReportInput): string {
@@ -277,6 +328,10 @@ function memoryTable({ receiver: { memory } }: ReportInput): string {
 
 function withSpread(values: readonly number[]): string {
   return `${Math.round(median(values))} ± ${spreadPercent(values).toFixed(0)}%`;
+}
+
+function percent(value: number): string {
+  return Number.isFinite(value) ? `${(value * 100).toFixed(1)}%` : '—';
 }
 
 function fixed(value: number): string {

@@ -31,6 +31,12 @@ export interface StartWorkerOptions {
    * tests scale it down to keep their runs short.
    */
   readonly rateLimitWindowMs?: number;
+  /**
+   * How long past the window a slot is held. Default: a sixtieth of the window (1 s a minute);
+   * a scaled-down window needs more than its sixtieth, since the time a request takes to reach
+   * the API does not scale down with it.
+   */
+  readonly rateLimitMarginMs?: number;
 }
 
 /**
@@ -88,6 +94,7 @@ export async function startWorker(
       prefix: config.queuePrefix,
       limit: config.api.rateLimitPerMinute,
       ...(options.rateLimitWindowMs ? { windowMs: options.rateLimitWindowMs } : {}),
+      ...(options.rateLimitMarginMs !== undefined ? { marginMs: options.rateLimitMarginMs } : {}),
     }),
     logger,
     observer: {

@@ -12,7 +12,7 @@ export class HandlerLoadError extends Error {
 
 /**
  * Imports each module (paths resolve from `cwd`) and takes its default export: one handler, or
- * an array of them.
+ * an array of them. A `.ts` module loads as it is where Node strips types (22.18 and later).
  *
  * @throws {HandlerLoadError} when a module cannot be loaded or exports no handler.
  */
@@ -27,8 +27,7 @@ export async function loadHandlerModules(
     try {
       module = (await import(pathToFileURL(file).href)) as { default?: unknown };
     } catch (error) {
-      const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-      throw new HandlerLoadError(`HANDLERS: cannot load ${path}: ${reason}`);
+      throw new HandlerLoadError(explainLoadFailure(path, file, error));
     }
     const exported = Array.isArray(module.default) ? module.default : [module.default];
     if (exported.length === 0 || !exported.every(isHandler)) {
@@ -39,6 +38,24 @@ export async function loadHandlerModules(
     handlers.push(...exported);
   }
   return handlers;
+}
+
+/** Node strips the types of these itself from 22.18 and 23.6 on (24 is the LTS). */
+const TYPESCRIPT_FILE = /\.[cm]?ts$/;
+
+/** One sentence; the first line of Node's own message, never its stack. */
+function explainLoadFailure(path: string, file: string, error: unknown): string {
+  const code = error instanceof Error && 'code' in error ? error.code : undefined;
+  // The code Node gives a .ts file it cannot strip: Node 20, 22 before 22.18 (without
+  // --experimental-strip-types), or any Node run with --no-experimental-strip-types.
+  if (code === 'ERR_UNKNOWN_FILE_EXTENSION' && TYPESCRIPT_FILE.test(file)) {
+    return `HANDLERS: ${path} is TypeScript, which Node ${process.versions.node} cannot run as it is: run the worker on Node 22.18 or later (24 recommended), or compile the handler to JavaScript`;
+  }
+  const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+  if (code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') {
+    return `HANDLERS: cannot load ${path}: ${reason} (Node strips types but compiles nothing: no enum, namespace or parameter properties)`;
+  }
+  return `HANDLERS: cannot load ${path}: ${reason}`;
 }
 
 /** @throws {HandlerLoadError} when two handlers share a name. */

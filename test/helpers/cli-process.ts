@@ -17,9 +17,18 @@ export interface CliProcess {
 export function runCli(
   args: string[],
   env: Record<string, string>,
-  { cwd }: { cwd?: string } = {},
+  {
+    cwd,
+    node = process.execPath,
+    nodeArgs = [],
+  }: {
+    cwd?: string;
+    /** The Node binary to run it on; default: the one running the tests. */
+    node?: string;
+    nodeArgs?: readonly string[];
+  } = {},
 ): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], {
+  const child = spawn(node, [...nodeArgs, CLI, ...args], {
     // Several workers run at once in tests: each takes a free port for its probes.
     env: { PATH: process.env.PATH ?? '', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

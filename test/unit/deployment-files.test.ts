@@ -60,7 +60,14 @@ describe('deployment files', () => {
   it('the image runs as a non-root user and has a health check', () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
-    expect(dockerfile).toMatch(/^FROM node:20-slim AS build$/m);
+  });
+
+  it('builds and runs on Node 24 in both stages, and pins Redis to a major version', () => {
+    const stages = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map(([, image]) => image!);
+    expect(stages).toEqual(['node:24-slim', 'node:24-slim']);
+    const images = [...compose.matchAll(/^\s+image: (\S+)$/gm)].map(([, image]) => image!);
+    const pulled = images.filter((image) => !image.startsWith('feedback-receiver:'));
+    expect(pulled).toEqual(['redis:8-alpine']); // a major version, never latest
   });
 
   it('compose gives Redis persistence (fsync on every write), noeviction, a volume and a health check the others wait for', () => {

@@ -6,7 +6,10 @@
 
 /** Markup made by `html`: the one kind of value a template puts in as it is. */
 export class Html {
-  constructor(readonly markup: string) {}
+  readonly markup: string;
+  constructor(markup: string) {
+    this.markup = markup;
+  }
   toString(): string {
     return this.markup;
   }
