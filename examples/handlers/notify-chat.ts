@@ -7,8 +7,8 @@
 // `{"text": ...}`) for feedback rated 1 or reporting a crash. Node strips types but compiles
 // nothing, so write only TypeScript that erases: types, interfaces, `import type`, `satisfies`;
 // no enum, namespace or constructor parameter properties (`tsc --erasableSyntaxOnly` checks it).
-import { defineHandler } from 'feedback-receiver';
-import type { FeedbackRecord } from 'feedback-receiver';
+import { defineHandler } from 'feedback-receiver/handler';
+import type { FeedbackRecord } from 'feedback-receiver/handler';
 
 interface ChatMessage {
   readonly text: string;
