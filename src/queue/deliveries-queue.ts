@@ -23,6 +23,14 @@ export const DELIVERY_JOB_RETENTION: JobRetention = {
 
 export type JobRetention = Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
 
+/**
+ * How often routing a delivery is tried: it fails only when Redis refuses to add its runs (out of
+ * memory, a replica that was a primary a moment ago), which a failover or a few seconds mend.
+ * After 1 + 2 + 4 + 8 s of backoff it waits in the dead letter for an operator.
+ */
+export const ROUTING_ATTEMPTS = 5;
+const ROUTING_BACKOFF = { type: 'exponential', delay: 1_000 } as const;
+
 /** Most finished jobs of one queue kept at once, whatever their age, so memory stays bounded. */
 const MOST_COMPLETED_KEPT = 10_000;
 
@@ -84,6 +92,8 @@ export function createDeliveryQueue({
     const job = await writes.store(() =>
       queue.add(delivery.event, delivery, {
         ...retention,
+        attempts: ROUTING_ATTEMPTS,
+        backoff: ROUTING_BACKOFF,
         jobId,
         deduplication: { id: deduplicationIdFor(delivery.key), ttl },
       }),

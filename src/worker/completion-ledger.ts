@@ -6,8 +6,9 @@
  * handler returns. When Redis is away at that moment, the command waits for it; if Redis is away
  * longer than the job's lock (a restart restores the lock's absolute expiry), the completion is
  * refused, the job counts as stalled, and it would run a second time. So each success is held in
- * memory until BullMQ confirms the completion; whatever is still held when Redis comes back is
- * written as a marker with the deduplication TTL, and a run that was started before without an
+ * memory until BullMQ confirms the completion; whatever is still held when Redis comes back, or
+ * has waited for its confirmation half a lock (a completion refused while the connection stayed
+ * up), is written as a marker with the deduplication TTL, and a run that was started before without an
  * outcome checks the marker (and the memory) first. Normal runs pay nothing: no command, no
  * round trip.
  *
@@ -56,6 +57,11 @@ export interface CompletionLedgerOptions {
   readonly batchMs?: number;
   /** ACK_REPLICAS: how many replicas must hold a marker before a success is let go. */
   readonly acks?: ReplicaAcks;
+  /**
+   * How long a success may wait for BullMQ's confirmation before its marker is written anyway:
+   * less than a job's lock lasts. Default: 5 000.
+   */
+  readonly confirmWithinMs?: number;
 }
 
 /** How long closing waits for the last markers to be written. */
@@ -71,6 +77,7 @@ export function createCompletionLedger({
   logger,
   batchMs = 20,
   acks,
+  confirmWithinMs = 5_000,
 }: CompletionLedgerOptions): CompletionLedger {
   const replicated = acks !== undefined && acks.replicas > 0;
   const markers = replicated ? duplicateConnection(connection) : connection;
@@ -86,7 +93,7 @@ export function createCompletionLedger({
     ...(acks ? { acks } : {}),
   });
   /** Runs with a job, whose completion BullMQ has not confirmed. */
-  const unconfirmed = new Set<string>();
+  const unconfirmed = new Map<string, number>();
   /** Successes whose marker Redis (and with ACK_REPLICAS, its replicas) may not hold yet. */
   const unrecorded = new Set<string>();
   const markerKey = (jobId: string) => succeededMarkerKey(prefix, jobId);
@@ -145,16 +152,32 @@ export function createCompletionLedger({
         'recording handler runs that completed while Redis was away',
       );
     }
-    for (const jobId of unconfirmed) unrecorded.add(jobId);
+    for (const jobId of unconfirmed.keys()) unrecorded.add(jobId);
     unconfirmed.clear();
     if (unrecorded.size > 0) void writeBatch();
   };
+
+  // A completion can be refused while the connection stays up (the job's lock was lost, or its
+  // worker's own connection cut): a success BullMQ has not confirmed for a while gets its marker,
+  // before the job's lock can expire and another worker take it up.
+  const sweep = setInterval(() => {
+    const before = Date.now() - confirmWithinMs;
+    let late = 0;
+    for (const [jobId, since] of unconfirmed) {
+      if (since > before) continue;
+      unconfirmed.delete(jobId);
+      unrecorded.add(jobId);
+      late += 1;
+    }
+    if (late > 0) void writeBatch();
+  }, confirmWithinMs);
+  sweep.unref();
   markers.on('ready', onReady);
 
   const holds = (jobId: string) => unconfirmed.has(jobId) || unrecorded.has(jobId);
 
   return {
-    succeeded: (jobId) => void unconfirmed.add(jobId),
+    succeeded: (jobId) => void unconfirmed.set(jobId, Date.now()),
     confirmed(jobId) {
       if (!unconfirmed.delete(jobId)) return;
       // BullMQ's completion is on the primary; a marker's WAIT tells when replicas have it.
@@ -167,7 +190,8 @@ export function createCompletionLedger({
       markers.off('ready', onReady);
       // A completion BullMQ has not confirmed by now (Redis away, or a handler abandoned at
       // shutdown) may never be: its marker says so to the worker that takes the job next.
-      for (const jobId of unconfirmed) unrecorded.add(jobId);
+      clearInterval(sweep);
+      for (const jobId of unconfirmed.keys()) unrecorded.add(jobId);
       unconfirmed.clear();
       if (unrecorded.size > 0) {
         const written = await Promise.race([

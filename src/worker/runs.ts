@@ -69,6 +69,12 @@ export interface Runs {
 /** How long a run waits for a worker that has its handler, spread by up to half again. */
 export const MISSING_HANDLER_WAIT_MS = 5_000;
 
+/**
+ * A run whose handler no worker has had for this long since the run was added is no rolling
+ * deploy: the handler was removed. It goes to the dead letter instead of waiting for ever.
+ */
+export const MISSING_HANDLER_GIVE_UP_MS = 24 * 60 * 60 * 1000;
+
 /** The metric label and recorded outcome of each decision. */
 const OUTCOME_LABEL: Record<RunDecision['kind'], AttemptRecord['outcome']> = {
   completed: 'completed',
@@ -209,6 +215,9 @@ export function createRuns(options: RunsOptions): Runs {
 
   /** A rolling deploy: another worker has this handler. The run waits for it, no attempt spent. */
   const waitForHandler = async (job: Job<HandlerRunData>, token?: string): Promise<never> => {
+    if (Date.now() - job.timestamp > MISSING_HANDLER_GIVE_UP_MS) {
+      throw new UnrecoverableError(`no worker has had a handler named "${job.name}" for a day`);
+    }
     if (!missing.has(job.name)) {
       missing.add(job.name);
       logger.warn(

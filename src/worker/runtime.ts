@@ -84,6 +84,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     prefix,
     ttlSeconds: options.dedupeTtlSeconds,
     logger,
+    confirmWithinMs: Math.floor(lockDuration / 2),
     ...(options.ackReplicas ? { acks: options.ackReplicas } : {}),
   });
   const runs = createRuns({ ...options, handlerRuns, completions });
@@ -150,7 +151,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
             { runs: runs.inFlight() },
             'handlers still running after their abort: abandoning them; their jobs run again elsewhere once their locks expire',
           );
-          await Promise.all(workers.map((watched) => watched.abandon()));
+          for (const watched of workers) watched.abandon();
         }
       }
       await completions.close();

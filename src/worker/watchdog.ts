@@ -44,38 +44,48 @@ export interface WatchedWorker<T> {
   /** Stops watching and closes the worker in use (waiting for its running jobs). */
   close(): Promise<void>;
   /**
-   * Cuts the worker in use off from Redis without waiting for its running jobs: their locks
-   * expire, and other workers run them again.
+   * Cuts the workers off from Redis without waiting for their running jobs: their locks expire,
+   * and other workers run them again. Returns at once.
    */
-  abandon(): Promise<void>;
+  abandon(): void;
 }
 
-/** How long a replaced worker may take to close before it is disconnected. */
+/** How often a replaced worker that has not closed yet is looked at again. */
 const CLOSE_REPLACED_WITHIN_MS = 5_000;
 
 export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
   const { queue, concurrency, stuckAfterMs, logger } = options;
+  /** Jobs running on every worker of this watchdog, the current one and any it replaced. */
   let running = 0;
   let lastTakenAt = Date.now();
-  const tracked: Processor<T> = async (job, token) => {
-    running += 1;
-    lastTakenAt = Date.now();
-    try {
-      return await options.processor(job, token);
-    } finally {
-      running -= 1;
-    }
-  };
-  /** A worker on a connection of its own, which goes with it. */
+
+  /** A worker on a connection of its own, which goes with it, and the jobs running on it. */
   const start = () => {
     const connection = duplicateConnection(options.connection);
     // The process's connection already reports an outage; this one's errors are the same ones.
     connection.on('error', (error: Error) =>
       logger.debug({ error: error.message }, 'worker connection error'),
     );
-    return { worker: options.create(tracked, connection), connection };
+    let runningHere = 0;
+    const tracked: Processor<T> = async (job, token) => {
+      running += 1;
+      runningHere += 1;
+      lastTakenAt = Date.now();
+      try {
+        return await options.processor(job, token);
+      } finally {
+        running -= 1;
+        runningHere -= 1;
+      }
+    };
+    return { worker: options.create(tracked, connection), connection, running: () => runningHere };
   };
+  type Started = ReturnType<typeof start>;
+  /** Aborted when the watchdog stops: no check, and no restart, after that. */
+  const stop = new AbortController();
   let current = start();
+  /** Replaced workers still finishing their jobs, each until it has closed. */
+  const retiring = new Map<Started, Promise<void>>();
 
   let lastCheckAt = Date.now();
   /** Since when every check found jobs waiting, room for them, and none taken. */
@@ -85,7 +95,7 @@ export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
     const now = Date.now();
     const idle = running < concurrency && lastTakenAt < lastCheckAt && (await jobsWaiting());
     if (!idle) idleSince = undefined;
-    else if (now - (idleSince ??= lastCheckAt) >= stuckAfterMs) await restart(now - idleSince);
+    else if (now - (idleSince ??= lastCheckAt) >= stuckAfterMs) restart(now - idleSince);
     lastCheckAt = now;
   }
 
@@ -93,11 +103,12 @@ export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
     try {
       return (await queue.getWaitingCount()) > 0 && !(await queue.isPaused());
     } catch {
-      return false; // Redis itself is away; the connections wait for it, nothing is stuck
+      return false; // the queue's connection refused the read: nothing to tell from it
     }
   }
 
-  async function restart(idleForMs: number): Promise<void> {
+  function restart(idleForMs: number): void {
+    if (stop.signal.aborted) return;
     logger.warn(
       { queue: queue.name, idleForMs },
       'worker took no job while jobs waited: recreating it',
@@ -106,23 +117,38 @@ export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
     const replaced = current;
     current = start();
     idleSince = undefined;
-    // Its running jobs finish on it; if its connections hang, it is cut off after a while.
-    const closed = replaced.worker.close().then(
-      () => 'closed' as const,
-      () => 'closed' as const,
+    retiring.set(
+      replaced,
+      retire(replaced).finally(() => retiring.delete(replaced)),
     );
-    const late = sleep(CLOSE_REPLACED_WITHIN_MS, 'late' as const, { ref: false });
-    if ((await Promise.race([closed, late])) === 'late') await cutOff(replaced);
-    else await closeConnection(replaced.connection);
   }
 
-  /** Ends a worker's connections, its own and the blocking one BullMQ made from it. */
-  async function cutOff({ worker, connection }: typeof current): Promise<void> {
-    await worker.disconnect().catch(() => undefined);
+  /**
+   * Closes a replaced worker in the background. Its running jobs finish on it: its own connection
+   * still renews their locks (only its blocking one may be gone), so none of them is taken up a
+   * second time while it runs. A worker with no job left whose close still hangs is cut off.
+   */
+  async function retire(replaced: Started): Promise<void> {
+    const closed = replaced.worker.close().then(
+      () => true,
+      () => true,
+    );
+    for (;;) {
+      const late = sleep(CLOSE_REPLACED_WITHIN_MS, false, { ref: false });
+      if (await Promise.race([closed, late])) return closeConnection(replaced.connection);
+      if (replaced.running() === 0) return cutOff(replaced);
+    }
+  }
+
+  /**
+   * Ends a worker's connections, its own and the blocking one BullMQ made from it, without
+   * waiting: BullMQ's disconnect waits for an end that a connection already down never sees.
+   */
+  function cutOff({ worker, connection }: Started): void {
+    void worker.disconnect().catch(() => undefined);
     connection.disconnect();
   }
 
-  const stop = new AbortController();
   const checks = (async () => {
     const every = Math.min(5_000, Math.max(100, Math.floor(stuckAfterMs / 3)));
     while (!stop.signal.aborted) {
@@ -144,12 +170,14 @@ export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
     async close() {
       stop.abort();
       await checks;
-      await current.worker.close();
-      await closeConnection(current.connection);
+      await Promise.all([
+        current.worker.close().then(() => closeConnection(current.connection)),
+        ...retiring.values(),
+      ]);
     },
-    async abandon() {
+    abandon() {
       stop.abort();
-      await cutOff(current);
+      for (const started of [current, ...retiring.keys()]) cutOff(started);
     },
   };
 }

@@ -44,7 +44,7 @@ afterAll(async () => {
   await redis.stop();
 });
 
-function openLedger(replicas: number, on: RedisConnection = connection) {
+function openLedger(replicas: number, on: RedisConnection = connection, confirmWithinMs?: number) {
   const prefix = `ledger-${randomUUID()}`;
   const ledger = createCompletionLedger({
     connection: on,
@@ -52,6 +52,7 @@ function openLedger(replicas: number, on: RedisConnection = connection) {
     ttlSeconds: 60,
     logger,
     acks: { replicas, timeoutMs: 200 },
+    ...(confirmWithinMs ? { confirmWithinMs } : {}),
   });
   ledgers.push(ledger);
   return { ledger, marker: (runId: string) => succeededMarkerKey(prefix, runId) };
@@ -114,6 +115,15 @@ it('without replicas to wait for, lets a success go once BullMQ confirms it, wit
   ledger.confirmed('run-4');
   expect(ledger.holds('run-4')).toBe(false);
   expect(await connection.exists(marker('run-4')), "BullMQ's completion is the record").toBe(0);
+});
+
+it('writes a marker for a success BullMQ does not confirm in time, the connection up', async () => {
+  const { ledger, marker } = openLedger(0, connection, 100);
+  ledger.succeeded('run-7');
+  await vi.waitFor(async () => expect(await connection.exists(marker('run-7'))).toBe(1), {
+    timeout: 5_000,
+  });
+  expect(ledger.holds('run-7'), 'let go once written').toBe(false);
 });
 
 it('writes a marker at close for a success BullMQ has not confirmed', async () => {

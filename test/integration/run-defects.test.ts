@@ -12,7 +12,16 @@ import { randomUUID } from 'node:crypto';
 import { Queue, QueueEvents, UnrecoverableError } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, expect, inject, it, vi } from 'vitest';
-import { HANDLER_RUNS_QUEUE } from '../../src/runs/handler-runs-queue.js';
+import { createApiClient } from '../../src/api/client.js';
+import { createLogger } from '../../src/logger.js';
+import { createDeliveryQueue } from '../../src/queue/deliveries-queue.js';
+import {
+  createProducerConnection,
+  createWorkerConnection,
+  waitForRedis,
+} from '../../src/queue/redis.js';
+import { HANDLER_RUNS_QUEUE, runJobId } from '../../src/runs/handler-runs-queue.js';
+import { startWorkerRuntime } from '../../src/worker/runtime.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import { defineHandler, type Handler } from '../../src/worker/handler.js';
 import {
@@ -20,6 +29,7 @@ import {
   type TestWorkerEnv,
   type TestWorkerEnvOptions,
 } from '../helpers/test-worker.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 
 /** Run after each test, last added first. */
 const cleanup: (() => Promise<unknown> | void)[] = [];
@@ -42,6 +52,16 @@ function latch(): { wait: Promise<void>; open: () => void } {
 }
 
 const fast = { delayMs: 10, jitter: 0 };
+
+/** A delivery of a record with this id, as the receiver queues it. */
+function delivery(id: string): Delivery {
+  return {
+    key: `feedback.created:${id}`,
+    event: 'feedback.created',
+    receivedAt: new Date().toISOString(),
+    record: { id },
+  };
+}
 
 /**
  * A Redis user that may read every key and write every key but the ones whose name ends in
@@ -265,7 +285,10 @@ it('does not run a completed handler again when a failed routing job is retried 
     }),
   ];
   await env.startWorker({ handlers, redisUrl: refusing.url });
-  const { key } = await env.deliver({ id: 'fb_refused' });
+  // Queued with one attempt, as versions before routing retried did: it fails at once.
+  const routing = await env.deliveries.add('feedback.created', delivery('fb_refused'), {
+    jobId: randomUUID(),
+  });
 
   // a completes; queueing b's run is refused, and the routing job fails into the dead letter.
   await vi.waitFor(
@@ -281,8 +304,7 @@ it('does not run a completed handler again when a failed routing job is retried 
   expect((await env.deliveries.getFailed())[0]?.failedReason, 'why').toMatch(/NOPERM|can't access/);
 
   await refusing.allow();
-  const routing = await env.producer.find(key);
-  expect(await env.deadLetter().retry(routing!.id!), 'the retry').toBe(true);
+  expect(await env.deadLetter().retry(routing.id!), 'the retry').toBe(true);
   // Routed again: every run of the delivery finishes, b's included.
   const handlerRuns = runsQueue(env);
   await vi.waitFor(
@@ -297,6 +319,108 @@ it('does not run a completed handler again when a failed routing job is retried 
   expect(await env.deadLetter().count(), 'the dead letter').toBe(0);
   expect(aCalls, 'calls of a, which had completed').toBe(1);
 });
+
+it('tries routing again by itself when Redis refuses to add a run, and runs each handler once', async () => {
+  const env = await setUp();
+  const refusing = await refusingTheRunOf(env, 'b');
+  const calls = { a: 0, b: 0 };
+  await env.startWorker({
+    redisUrl: refusing.url,
+    handlers: [
+      defineHandler({ name: 'a', handle: () => void (calls.a += 1) }),
+      defineHandler({ name: 'b', handle: () => void (calls.b += 1) }),
+    ],
+  });
+  await env.deliver({ id: 'fb_refused_once' });
+  // Its first attempt failed on b's run; its next waits out the backoff.
+  await vi.waitFor(
+    async () => expect(await env.deliveries.getDelayedCount(), 'routing to be retried').toBe(1),
+    { timeout: 5_000 },
+  );
+  await refusing.allow();
+  await env.completedRuns(2, 10_000);
+  expect(await env.deliveries.getCompletedCount(), 'the routing job completed').toBe(1);
+  expect(await env.deadLetter().count(), 'the dead letter').toBe(0);
+  expect(calls).toEqual({ a: 1, b: 1 });
+});
+
+it('closes a worker whose Redis is gone, and logs at error the runs it could not record', async () => {
+  const redis = await startRedisServer();
+  cleanup.push(() => redis.stop());
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    level: 'info',
+    destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+  });
+  const connection = createWorkerConnection(redis.url, logger);
+  const producerConnection = createProducerConnection(redis.url, logger);
+  cleanup.push(
+    () => connection.disconnect(),
+    () => producerConnection.disconnect(),
+  );
+  await waitForRedis(connection, redis.url);
+  const prefix = `gone-${randomUUID().slice(0, 8)}`;
+  const producer = createDeliveryQueue({
+    connection: producerConnection,
+    prefix,
+    dedupeTtlSeconds: 60,
+  });
+  producer.queue.on('error', () => undefined); // Redis goes away on purpose
+  cleanup.push(() => producer.close());
+  const quick = latch();
+  const stuck = latch();
+  const started = new Set<string>();
+  const runtime = await startWorkerRuntime({
+    connection,
+    prefix,
+    logger,
+    api: createApiClient({ baseUrl: undefined, token: undefined }),
+    dedupeTtlSeconds: 60,
+    handlers: [
+      // Returns once Redis is gone: its completion cannot reach Redis.
+      defineHandler({
+        name: 'quick',
+        handle: async () => {
+          started.add('quick');
+          await quick.wait;
+        },
+      }),
+      // Ignores its AbortSignal, and waits for the test's end.
+      defineHandler({
+        name: 'stuck',
+        handle: async () => {
+          started.add('stuck');
+          await stuck.wait;
+        },
+      }),
+    ],
+  });
+  const { jobId } = await producer.enqueue({
+    key: 'feedback.created:fb_gone',
+    event: 'feedback.created',
+    receivedAt: new Date().toISOString(),
+    record: { id: 'fb_gone' },
+  });
+  await vi.waitFor(() => expect([...started].sort(), 'both runs').toEqual(['quick', 'stuck']), {
+    timeout: 5_000,
+  });
+
+  await redis.shutdown();
+  quick.open();
+  // A generous bound, far above the shutdown timeout, the wait before abandoning and the waits
+  // for Redis at close: it guards against a hang, it times nothing.
+  const closed = await Promise.race([
+    runtime.close(200).then(() => 'closed' as const),
+    new Promise<'still closing'>((resolve) => {
+      const timer = setTimeout(() => resolve('still closing'), 25_000);
+      cleanup.push(() => clearTimeout(timer));
+    }),
+  ]);
+  expect(closed, "the worker's close").toBe('closed');
+  expect(lines).toContainEqual(
+    expect.objectContaining({ level: 50, runs: [runJobId(jobId, 'quick')] }),
+  );
+}, 40_000);
 
 it("keeps a run's attempt inside a job, and records its failure, when queueing its sibling fails", async () => {
   const env = await setUp();
@@ -326,7 +450,8 @@ it("keeps a run's attempt inside a job, and records its failure, when queueing i
     }),
   ];
   const runtime = await env.startWorker({ handlers, redisUrl: refusing.url });
-  await env.deliver({ id: 'fb_siblings' });
+  // Queued with one attempt, as versions before routing retried did: it fails at once.
+  await env.deliveries.add('feedback.created', delivery('fb_siblings'), { jobId: randomUUID() });
 
   // Queueing a's run fails at once and fails the routing job, while b's attempt is under way.
   await vi.waitFor(
