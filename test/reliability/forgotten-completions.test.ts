@@ -36,13 +36,18 @@ it('runs nothing again that completed before a failover lost its record', async 
     primary.disconnect();
   }
   const worker = await cluster.work({ ACK_REPLICAS: '1', WORKER_WATCHDOG_SECONDS: '5' });
-  // Every routing job completed on the primary: the replica has none of it.
+  // Every delivery routed and every run completed on the primary: the replica has none of it.
   await vi.waitFor(
-    async () =>
+    async () => {
       expect(
         (await cluster.deliveries.getJobCounts('completed')).completed,
         'routing jobs completed on the primary',
-      ).toBe(DELIVERIES),
+      ).toBe(DELIVERIES);
+      expect(
+        (await cluster.handlerRuns.getJobCounts('completed')).completed,
+        'runs completed on the primary',
+      ).toBe(DELIVERIES);
+    },
     { timeout: 30_000, interval: 100 },
   );
   expect(cluster.effects()).toHaveLength(DELIVERIES);
