@@ -149,7 +149,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         if (!(await settlesWithin(graceful, ABANDON_AFTER_MS))) {
           logger.error(
             { runs: runs.inFlight() },
-            'handlers still running after their abort: abandoning them; their jobs run again elsewhere once their locks expire',
+            'workers still not closed after their handlers were aborted (a handler ignores its signal, or Redis is away): abandoning them; a job still running runs again elsewhere once its lock expires',
           );
           for (const watched of workers) watched.abandon();
         }
