@@ -81,17 +81,8 @@ export {
 } from './webhooks/signature-scheme.js';
 export type { SignatureCheck, SignatureFailure } from './webhooks/signature-check.js';
 
-// Writing handlers, and talking to the feedback API.
-export {
-  defineHandler,
-  isHandler,
-  type DeliveryInfo,
-  type Handler,
-  type HandlerBackoff,
-  type HandlerContext,
-  type HandlerDefinition,
-} from './worker/handler.js';
-export { UnrecoverableError } from 'bullmq';
+// Writing handlers (everything `feedback-receiver/handler` has), and talking to the feedback API.
+export * from './handler.js';
 export {
   createApiClient,
   type ApiClient,

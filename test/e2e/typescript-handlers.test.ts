@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
-import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import { runCli, startServe, workerStarted, type CliProcess } from '../helpers/cli-process.js';
 import { findNode24, nodeWithoutTypeStripping } from '../helpers/node-versions.js';
 
 const SECRET = 'e2e-typescript-secret';
@@ -68,15 +68,7 @@ describe('handlers in TypeScript', () => {
         { QUEUE_PREFIX: prefix, HANDLERS: EXAMPLE, NOTIFY_CHAT_URL: chat.url },
         { node: node24! },
       );
-      await vi.waitFor(
-        () =>
-          expect(
-            worker.output().includes('"msg":"worker started"') || worker.child.exitCode !== null,
-            'the worker to start',
-          ).toBeTruthy(),
-        { timeout: 10_000 },
-      );
-      expect(worker.output()).toContain('worker started');
+      await workerStarted(worker);
 
       const body = JSON.stringify({ id: 'fb_ts', title: 'App crashes on upload', rating: 1 });
       const response = await fetch(`${url}/webhooks/feedback`, {

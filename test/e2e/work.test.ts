@@ -9,7 +9,13 @@ import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest'
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
 import { HANDLER_RUNS_QUEUE } from '../../src/runs/handler-runs-queue.js';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
-import { reportedUrl, runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import {
+  reportedUrl,
+  runCli,
+  startServe,
+  workerStarted,
+  type CliProcess,
+} from '../helpers/cli-process.js';
 import { countCompletedRuns } from '../helpers/completed-runs.js';
 import {
   API_TOKEN,
@@ -67,16 +73,7 @@ async function startWork(env: Record<string, string>): Promise<CliProcess> {
     FEEDBACK_API_TOKEN: API_TOKEN,
     ...env,
   });
-  await vi.waitFor(
-    () =>
-      expect(
-        cli.output().includes('"msg":"worker started"') || cli.child.exitCode !== null,
-        'the worker to start',
-      ).toBeTruthy(),
-    { timeout: 10_000 },
-  );
-  expect(cli.output()).toContain('worker started');
-  return cli;
+  return workerStarted(cli);
 }
 
 async function postSigned(url: string, record: object) {

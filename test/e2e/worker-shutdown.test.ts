@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, inject, it, vi } from 'vitest';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
-import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import { runCli, startServe, workerStarted, type CliProcess } from '../helpers/cli-process.js';
+import { settlesBefore } from '../helpers/hang-guard.js';
 
 const SECRET = 'e2e-shutdown-secret';
 let processes: CliProcess[] = [];
@@ -24,16 +25,7 @@ afterEach(async () => {
 async function startWork(env: Record<string, string>): Promise<CliProcess> {
   const cli = runCli(['work'], env);
   processes.push(cli);
-  await vi.waitFor(
-    () =>
-      expect(
-        cli.output().includes('"msg":"worker started"') || cli.child.exitCode !== null,
-        'the worker to start',
-      ).toBeTruthy(),
-    { timeout: 10_000 },
-  );
-  expect(cli.output()).toContain('worker started');
-  return cli;
+  return workerStarted(cli);
 }
 
 it('exits on SIGTERM though a handler ignores its signal, and its run completes on another worker', async () => {
@@ -68,14 +60,11 @@ it('exits on SIGTERM though a handler ignores its signal, and its run completes 
 
   worker.child.kill('SIGTERM');
   // A generous bound, far above the shutdown timeout and the wait before abandoning.
-  const exit = await Promise.race([
-    worker.exited(),
-    new Promise<'still running'>((resolve) => {
-      const timer = setTimeout(() => resolve('still running'), 20_000);
-      void worker.exited().then(() => clearTimeout(timer));
-    }),
-  ]);
-  expect(exit, `the worker's exit\n${worker.output()}`).toBe(0);
+  expect(
+    await settlesBefore(worker.exited(), 20_000),
+    `the worker's exit\n${worker.output()}`,
+  ).toBe(true);
+  expect(worker.child.exitCode, `the worker's exit code\n${worker.output()}`).toBe(0);
   expect(worker.output()).toContain('worker stopped');
 
   const survivor = await startWork(env);

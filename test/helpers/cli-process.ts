@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { vi } from 'vitest';
+import { expect, vi } from 'vitest';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -71,4 +71,18 @@ export async function startServe(
     cli.child.kill('SIGKILL');
     throw error;
   }
+}
+
+/** Resolves once a `work` process says it started; fails, with its output, if it exits first. */
+export async function workerStarted(cli: CliProcess): Promise<CliProcess> {
+  await vi.waitFor(
+    () =>
+      expect(
+        cli.output().includes('"msg":"worker started"') || cli.child.exitCode !== null,
+        'the worker to start',
+      ).toBeTruthy(),
+    { timeout: 10_000 },
+  );
+  expect(cli.output()).toContain('worker started');
+  return cli;
 }

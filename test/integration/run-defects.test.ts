@@ -29,6 +29,7 @@ import {
   type TestWorkerEnv,
   type TestWorkerEnvOptions,
 } from '../helpers/test-worker.js';
+import { settlesBefore } from '../helpers/hang-guard.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 
 /** Run after each test, last added first. */
@@ -242,14 +243,7 @@ it("resolves a worker's close though a handler ignores its signal, and another w
   await vi.waitFor(() => expect(started, 'the handler to start').toBe(true), { timeout: 5_000 });
 
   // A generous bound, far above the shutdown timeout and the wait before abandoning.
-  const closed = await Promise.race([
-    stubborn.close(500).then(() => 'closed' as const),
-    new Promise<'still closing'>((resolve) => {
-      const timer = setTimeout(() => resolve('still closing'), 15_000);
-      cleanup.push(() => clearTimeout(timer));
-    }),
-  ]);
-  expect(closed, "the worker's close").toBe('closed');
+  expect(await settlesBefore(stubborn.close(500), 15_000), "the worker's close").toBe(true);
 
   // Its run was abandoned, not lost: once its lock expires another worker completes it.
   let completedElsewhere = 0;
@@ -409,14 +403,7 @@ it('closes a worker whose Redis is gone, and logs at error the runs it could not
   quick.open();
   // A generous bound, far above the shutdown timeout, the wait before abandoning and the waits
   // for Redis at close: it guards against a hang, it times nothing.
-  const closed = await Promise.race([
-    runtime.close(200).then(() => 'closed' as const),
-    new Promise<'still closing'>((resolve) => {
-      const timer = setTimeout(() => resolve('still closing'), 25_000);
-      cleanup.push(() => clearTimeout(timer));
-    }),
-  ]);
-  expect(closed, "the worker's close").toBe('closed');
+  expect(await settlesBefore(runtime.close(200), 25_000), "the worker's close").toBe(true);
   expect(lines).toContainEqual(
     expect.objectContaining({ level: 50, runs: [runJobId(jobId, 'quick')] }),
   );
