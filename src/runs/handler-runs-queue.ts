@@ -5,7 +5,7 @@
  * the worker's one executor (src/worker/runs.ts). docs/runs.md draws the whole life.
  */
 import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
-import type { Delivery } from '../webhooks/delivery.js';
+import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
 import type { JobRetention } from '../queue/deliveries-queue.js';
 
 export const HANDLER_RUNS_QUEUE = 'handler-runs';
@@ -63,9 +63,26 @@ export function runJobId(deliveryJobId: string, handlerName: string): string {
   return `${deliveryJobId}.${handlerName}`;
 }
 
+/**
+ * What a run's success is known by, in the completion ledger and as its marker: the handler and
+ * the delivery's key, not the run's job id. A delivery that a failover lost before the receiver
+ * acknowledged it (its sender was answered 503, or nothing) comes back as a new delivery job,
+ * whose runs have new ids; within DEDUPE_TTL_SECONDS it is the same delivery, and a handler that
+ * succeeded on it already must not run again. Handler names contain no `:`.
+ */
+export function runSuccessKey(handlerName: string, deliveryKey: string): string {
+  return `${handlerName}:${deduplicationIdFor(deliveryKey)}`;
+}
+
+/** The success key of a run job; undefined for a job not shaped as a run (a delivery's, say). */
+export function successKeyOf(job: Job<unknown>): string | undefined {
+  const key = (job.data as Partial<HandlerRunData> | undefined)?.delivery?.key;
+  return typeof key === 'string' ? runSuccessKey(job.name, key) : undefined;
+}
+
 /** The key of the marker that says a run's handler succeeded (see completion-ledger.ts). */
-export function succeededMarkerKey(prefix: string, runId: string): string {
-  return `${prefix}:${HANDLER_RUNS_QUEUE}:succeeded:${runId}`;
+export function succeededMarkerKey(prefix: string, successKey: string): string {
+  return `${prefix}:${HANDLER_RUNS_QUEUE}:succeeded:${successKey}`;
 }
 
 export interface NewRun {

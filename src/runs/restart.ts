@@ -16,7 +16,12 @@
  */
 import type { FinishedStatus, Job } from 'bullmq';
 import type { RedisConnection } from '../queue/redis.js';
-import { completingAttempt, logAttempt, succeededMarkerKey } from './handler-runs-queue.js';
+import {
+  completingAttempt,
+  logAttempt,
+  succeededMarkerKey,
+  successKeyOf,
+} from './handler-runs-queue.js';
 import type { RunReader } from './run-reader.js';
 
 /** Where runs' success markers are: the queues' connection and key prefix. */
@@ -37,7 +42,8 @@ export async function startAfresh(
   markers: SuccessMarkers,
 ): Promise<boolean> {
   if ((await job.getState()) !== from) return false;
-  await markers.connection.del(succeededMarkerKey(markers.prefix, job.id!));
+  const successKey = successKeyOf(job);
+  if (successKey) await markers.connection.del(succeededMarkerKey(markers.prefix, successKey));
   // The attempt that completed it is the job's completion, which starting again forgets.
   const completed = from === 'completed' ? completingAttempt(job) : undefined;
   if (completed) await logAttempt(job, completed);

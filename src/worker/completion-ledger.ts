@@ -13,9 +13,11 @@
  * round trip.
  *
  * Redis replicates asynchronously, so a failover can promote a replica that never got a run's
- * completion: there, its job waits as if it had never started. With ACK_REPLICAS=n a success is
- * held until n replicas have its marker (once BullMQ confirms the completion), checked with
- * `WAIT` on a connection of the ledger's own, since WAIT blocks the connection it is sent on.
+ * completion: there, its job waits as if it had never started; a delivery it lost before the
+ * receiver acknowledged it comes back from its sender as a new job, whose run looks new too.
+ * With ACK_REPLICAS=n a success is held until n replicas have its marker (once BullMQ confirms
+ * the completion), checked with `WAIT` on a connection of the ledger's own, since WAIT blocks
+ * the connection it is sent on.
  * Every run this process takes is checked against what it holds, even one whose job looks new.
  * Another worker that takes such a job before this one has written its markers to the new
  * primary does not know it ran.
@@ -26,19 +28,24 @@ import { closeConnection, duplicateConnection, type RedisConnection } from '../q
 import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
 import { succeededMarkerKey } from '../runs/handler-runs-queue.js';
 
+/**
+ * Runs are known by their success key (runSuccessKey: the handler and the delivery's key), so a
+ * delivery sent again as a new job after a failover lost it is recognised; a confirmation is
+ * matched to its job id too, so that another job of the same key confirms nothing it did not do.
+ */
 export interface CompletionLedger {
   /** The handler of this run returned. */
-  succeeded(jobId: string): void;
-  /** BullMQ recorded the run as completed. */
-  confirmed(jobId: string): void;
+  succeeded(successKey: string, jobId: string): void;
+  /** BullMQ recorded the run's job as completed. */
+  confirmed(successKey: string, jobId: string): void;
   /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
-  holds(jobId: string): boolean;
+  holds(successKey: string): boolean;
   /** Whether this run's handler is known to have succeeded already: held, or marked in Redis. */
-  has(jobId: string): Promise<boolean>;
+  has(successKey: string): Promise<boolean>;
   /**
    * Stops listening to the connection and writes the markers of every success still held,
    * waiting for Redis up to `CLOSE_WAIT_MS`: a shutdown does not hang on a Redis that is away.
-   * What cannot be written is logged at error, with the run ids.
+   * What cannot be written is logged at error, with the runs' success keys.
    */
   close(): Promise<void>;
 }
@@ -92,25 +99,25 @@ export function createCompletionLedger({
     key: succeededMarkerKey(prefix, ''),
     ...(acks ? { acks } : {}),
   });
-  /** Runs with a job, whose completion BullMQ has not confirmed. */
-  const unconfirmed = new Map<string, number>();
+  /** Successes whose completion BullMQ has not confirmed: their job, and since when. */
+  const unconfirmed = new Map<string, { readonly jobId: string; readonly since: number }>();
   /** Successes whose marker Redis (and with ACK_REPLICAS, its replicas) may not hold yet. */
   const unrecorded = new Set<string>();
-  const markerKey = (jobId: string) => succeededMarkerKey(prefix, jobId);
+  const markerKey = (successKey: string) => succeededMarkerKey(prefix, successKey);
   let closed = false;
   let failing = false;
 
   /** Writes the markers held so far in one pipeline; once they are safe, forgets them. */
   const writeMarkers = async () => {
-    const jobIds = [...unrecorded];
-    if (jobIds.length === 0) return;
+    const successKeys = [...unrecorded];
+    if (successKeys.length === 0) return;
     await writes.store(async () => {
       const pipeline = markers.pipeline();
-      for (const jobId of jobIds) pipeline.set(markerKey(jobId), '1', 'EX', ttlSeconds);
+      for (const key of successKeys) pipeline.set(markerKey(key), '1', 'EX', ttlSeconds);
       const failed = (await pipeline.exec())?.find(([error]) => error);
       if (failed) throw failed[0];
     });
-    for (const jobId of jobIds) unrecorded.delete(jobId);
+    for (const key of successKeys) unrecorded.delete(key);
   };
 
   let batch: Promise<void> | undefined;
@@ -138,8 +145,8 @@ export function createCompletionLedger({
     return batch;
   };
 
-  const hold = (jobId: string) => {
-    unrecorded.add(jobId);
+  const hold = (successKey: string) => {
+    unrecorded.add(successKey);
     void writeBatch();
   };
 
@@ -152,7 +159,7 @@ export function createCompletionLedger({
         'recording handler runs that completed while Redis was away',
       );
     }
-    for (const jobId of unconfirmed.keys()) unrecorded.add(jobId);
+    for (const key of unconfirmed.keys()) unrecorded.add(key);
     unconfirmed.clear();
     if (unrecorded.size > 0) void writeBatch();
   };
@@ -163,10 +170,10 @@ export function createCompletionLedger({
   const sweep = setInterval(() => {
     const before = Date.now() - confirmWithinMs;
     let late = 0;
-    for (const [jobId, since] of unconfirmed) {
+    for (const [key, { since }] of unconfirmed) {
       if (since > before) continue;
-      unconfirmed.delete(jobId);
-      unrecorded.add(jobId);
+      unconfirmed.delete(key);
+      unrecorded.add(key);
       late += 1;
     }
     if (late > 0) void writeBatch();
@@ -174,24 +181,27 @@ export function createCompletionLedger({
   sweep.unref();
   markers.on('ready', onReady);
 
-  const holds = (jobId: string) => unconfirmed.has(jobId) || unrecorded.has(jobId);
+  const holds = (successKey: string) => unconfirmed.has(successKey) || unrecorded.has(successKey);
 
   return {
-    succeeded: (jobId) => void unconfirmed.set(jobId, Date.now()),
-    confirmed(jobId) {
-      if (!unconfirmed.delete(jobId)) return;
+    succeeded: (successKey, jobId) =>
+      void unconfirmed.set(successKey, { jobId, since: Date.now() }),
+    confirmed(successKey, jobId) {
+      if (unconfirmed.get(successKey)?.jobId !== jobId) return;
+      unconfirmed.delete(successKey);
       // BullMQ's completion is on the primary; a marker's WAIT tells when replicas have it.
-      if (replicated) hold(jobId);
+      if (replicated) hold(successKey);
     },
     holds,
-    has: async (jobId) => holds(jobId) || (await connection.exists(markerKey(jobId))) > 0,
+    has: async (successKey) =>
+      holds(successKey) || (await connection.exists(markerKey(successKey))) > 0,
     async close() {
       closed = true;
       markers.off('ready', onReady);
       // A completion BullMQ has not confirmed by now (Redis away, or a handler abandoned at
       // shutdown) may never be: its marker says so to the worker that takes the job next.
       clearInterval(sweep);
-      for (const jobId of unconfirmed.keys()) unrecorded.add(jobId);
+      for (const key of unconfirmed.keys()) unrecorded.add(key);
       unconfirmed.clear();
       if (unrecorded.size > 0) {
         const written = await Promise.race([

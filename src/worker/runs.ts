@@ -29,6 +29,7 @@ import type { JobRetention } from '../queue/deliveries-queue.js';
 import {
   addRuns,
   logAttempt,
+  runSuccessKey,
   type AttemptRecord,
   type HandlerRunData,
   type RoutingResult,
@@ -125,7 +126,8 @@ export function createRuns(options: RunsOptions): Runs {
     // Started before without an outcome: a crash, or a completion Redis never got. A job that
     // looks new may still be one whose completion a failover lost (see completion-ledger.ts).
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
-    if (startedBefore ? await completions.has(job.id!) : completions.holds(job.id!)) {
+    const successKey = runSuccessKey(handler.name, delivery.key);
+    if (startedBefore ? await completions.has(successKey) : completions.holds(successKey)) {
       logger.info(
         { deliveryKey: delivery.key, handler: handler.name, outcome: 'completed' },
         'handler run had completed before; not run again',
@@ -170,7 +172,7 @@ export function createRuns(options: RunsOptions): Runs {
     }
     switch (decision.kind) {
       case 'completed':
-        completions.succeeded(job.id!);
+        completions.succeeded(successKey, job.id!);
         return decision.result;
       case 'retry':
         retryDelays.set(job.id!, decision.delayMs);

@@ -13,6 +13,7 @@ import { DELIVERIES_QUEUE, type JobRetention } from '../queue/deliveries-queue.j
 import {
   createHandlerRunsQueue,
   HANDLER_RUNS_QUEUE,
+  successKeyOf,
   type HandlerRunData,
 } from '../runs/handler-runs-queue.js';
 import { CLOSE_WITHIN_MS, type RedisConnection } from '../queue/redis.js';
@@ -129,7 +130,10 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         settings: { backoffStrategy: runs.backoff },
       })
         .on('error', onError)
-        .on('completed', (job) => completions.confirmed(job.id!)),
+        .on('completed', (job) => {
+          const successKey = successKeyOf(job);
+          if (successKey) completions.confirmed(successKey, job.id!);
+        }),
   });
   await Promise.all([
     deliveriesWorker.worker.waitUntilReady(),

@@ -18,6 +18,7 @@ import {
   createWorkerConnection,
   type RedisConnection,
 } from '../../src/queue/redis.js';
+import type { ReplicaAcks } from '../../src/queue/replicated-writes.js';
 import type { HandlerRunData } from '../../src/runs/handler-runs-queue.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
@@ -38,6 +39,8 @@ export interface TestWorkerEnv {
     lockDurationMs?: number;
     /** Another URL of the same Redis: to connect as a user of its own (an ACL user, say). */
     redisUrl?: string;
+    /** ACK_REPLICAS of the worker. The test Redis has no replica: every success stays held. */
+    ackReplicas?: ReplicaAcks;
   }): Promise<WorkerRuntime>;
   /** Resolves once `count` handler runs have completed (and fails at the deadline). */
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
@@ -109,6 +112,7 @@ export async function createTestWorkerEnv({
       concurrency = 5,
       lockDurationMs,
       redisUrl: url = redisUrl,
+      ackReplicas,
     }) {
       const connection = createWorkerConnection(url, logger);
       connections.push(connection);
@@ -121,6 +125,7 @@ export async function createTestWorkerEnv({
         concurrency,
         dedupeTtlSeconds,
         ...(lockDurationMs ? { lockDurationMs } : {}),
+        ...(ackReplicas ? { ackReplicas } : {}),
       });
       runtimes.push(runtime);
       handlerRuns ??= runtime.handlerRuns;

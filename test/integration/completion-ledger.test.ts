@@ -73,8 +73,8 @@ it('holds a success until the replica has its marker, then lets it go', async ()
     logs.filter((line) => line.msg.startsWith('could not record completed handler runs')).length;
   const before = failures();
   redis.replica.pause();
-  ledger.succeeded('run-1');
-  ledger.confirmed('run-1');
+  ledger.succeeded('run-1', 'job-1');
+  ledger.confirmed('run-1', 'job-1');
 
   // The primary has the marker, the stopped replica cannot confirm it: still held.
   await vi.waitFor(() => expect(failures(), 'a WAIT that timed out').toBeGreaterThan(before), {
@@ -95,9 +95,9 @@ it('holds a success until the replica has its marker, then lets it go', async ()
 it('holds a queued run until BullMQ confirms it, then until the replica has its marker', async () => {
   const { ledger, marker } = openLedger(1);
   redis.replica.pause();
-  ledger.succeeded('run-2');
+  ledger.succeeded('run-2', 'job-2');
   expect(ledger.holds('run-2')).toBe(true);
-  ledger.confirmed('run-2');
+  ledger.confirmed('run-2', 'job-2');
   await vi.waitFor(async () => expect(await connection.exists(marker('run-2'))).toBe(1), {
     timeout: 5_000,
   });
@@ -110,16 +110,27 @@ it('holds a queued run until BullMQ confirms it, then until the replica has its 
 
 it('without replicas to wait for, lets a success go once BullMQ confirms it, with no marker', async () => {
   const { ledger, marker } = openLedger(0);
-  ledger.succeeded('run-4');
+  ledger.succeeded('run-4', 'job-4');
   expect(ledger.holds('run-4')).toBe(true);
-  ledger.confirmed('run-4');
+  ledger.confirmed('run-4', 'job-4');
   expect(ledger.holds('run-4')).toBe(false);
   expect(await connection.exists(marker('run-4')), "BullMQ's completion is the record").toBe(0);
 });
 
+it("lets a success go on its own job's confirmation only, not another's of the same run", async () => {
+  // A delivery sent again as a new job (after a failover lost it): its run has the same success
+  // key and is recognised as done; its job's completion says nothing of the first job's.
+  const { ledger } = openLedger(0);
+  ledger.succeeded('run-8', 'job-8');
+  ledger.confirmed('run-8', 'job-8-sent-again');
+  expect(ledger.holds('run-8'), 'still held').toBe(true);
+  ledger.confirmed('run-8', 'job-8');
+  expect(ledger.holds('run-8')).toBe(false);
+});
+
 it('writes a marker for a success BullMQ does not confirm in time, the connection up', async () => {
   const { ledger, marker } = openLedger(0, connection, 100);
-  ledger.succeeded('run-7');
+  ledger.succeeded('run-7', 'job-7');
   await vi.waitFor(async () => expect(await connection.exists(marker('run-7'))).toBe(1), {
     timeout: 5_000,
   });
@@ -128,16 +139,16 @@ it('writes a marker for a success BullMQ does not confirm in time, the connectio
 
 it('writes a marker at close for a success BullMQ has not confirmed', async () => {
   const { ledger, marker } = openLedger(0);
-  ledger.succeeded('run-5');
+  ledger.succeeded('run-5', 'job-5');
   await ledger.close();
   expect(await connection.exists(marker('run-5'))).toBe(1);
 });
 
-it('logs the run ids at error when Redis is away at close, and closes all the same', async () => {
+it('logs the runs at error when Redis is away at close, and closes all the same', async () => {
   const away = createWorkerConnection(redis.url, createLogger({ level: 'silent' }));
   await waitForRedis(away, redis.url);
   const { ledger } = openLedger(0, away);
-  ledger.succeeded('run-6');
+  ledger.succeeded('run-6', 'job-6');
   redis.primary.pause();
   try {
     // The worker's connection waits for Redis; closing does not.

@@ -10,7 +10,7 @@ import type { Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
-import { succeededMarkerKey } from '../../src/runs/handler-runs-queue.js';
+import { runSuccessKey, succeededMarkerKey } from '../../src/runs/handler-runs-queue.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
@@ -85,7 +85,7 @@ describe('POST /admin/api/deliveries/{key}/runs/{handler}/run-again', () => {
   it('runs a completed run again, once, with its success marker gone', async () => {
     expect(patches()).toBe(1);
     // As a worker leaves one when Redis was away at the completion, or with ACK_REPLICAS.
-    const marker = succeededMarkerKey(env.prefix, (await triageRun()).runId);
+    const marker = succeededMarkerKey(env.prefix, runSuccessKey('auto-triage', KEY));
     await env.connection.set(marker, '1');
 
     const { body } = await post(runAgainPath(KEY, 'auto-triage')).expect(200);

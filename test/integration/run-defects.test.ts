@@ -20,7 +20,7 @@ import {
   createWorkerConnection,
   waitForRedis,
 } from '../../src/queue/redis.js';
-import { HANDLER_RUNS_QUEUE, runJobId } from '../../src/runs/handler-runs-queue.js';
+import { HANDLER_RUNS_QUEUE, runSuccessKey } from '../../src/runs/handler-runs-queue.js';
 import { startWorkerRuntime } from '../../src/worker/runtime.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import { defineHandler, type Handler } from '../../src/worker/handler.js';
@@ -389,7 +389,7 @@ it('closes a worker whose Redis is gone, and logs at error the runs it could not
       }),
     ],
   });
-  const { jobId } = await producer.enqueue({
+  await producer.enqueue({
     key: 'feedback.created:fb_gone',
     event: 'feedback.created',
     receivedAt: new Date().toISOString(),
@@ -405,7 +405,10 @@ it('closes a worker whose Redis is gone, and logs at error the runs it could not
   // for Redis at close: it guards against a hang, it times nothing.
   expect(await settlesBefore(runtime.close(200), 25_000), "the worker's close").toBe(true);
   expect(lines).toContainEqual(
-    expect.objectContaining({ level: 50, runs: [runJobId(jobId, 'quick')] }),
+    expect.objectContaining({
+      level: 50,
+      runs: [runSuccessKey('quick', 'feedback.created:fb_gone')],
+    }),
   );
 }, 40_000);
 
