@@ -1,8 +1,17 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** Imports a module of one layer may not make, with why. */
-const restrictedImports = (patterns) => ['error', { patterns }];
+/**
+ * Imports a module of one layer may not make, with why. (A file matched by several blocks gets
+ * the last block's list, so every list repeats the rules that hold everywhere.)
+ */
+const restrictedImports = (patterns) => ['error', { patterns: [...patterns, NO_OPENTELEMETRY] }];
+
+/** OpenTelemetry is loaded only when tracing is on, through src/tracing/tracer.ts. */
+const NO_OPENTELEMETRY = {
+  group: ['@opentelemetry/*', 'bullmq-otel'],
+  message: 'Only src/tracing/otel.ts imports OpenTelemetry; use src/tracing/tracer.ts.',
+};
 
 export default tseslint.config(
   { ignores: ['dist/', 'dist-bench/', 'node_modules/', 'coverage/', '.cache/'] },
@@ -50,7 +59,7 @@ export default tseslint.config(
   {
     // The command line sits on top: nothing imports it.
     files: ['src/**/*.ts'],
-    ignores: ['src/cli/**'],
+    ignores: ['src/cli/**', 'src/tracing/otel.ts'],
     rules: {
       'no-restricted-imports': restrictedImports([
         {
@@ -91,6 +100,10 @@ export default tseslint.config(
         },
       ]),
     },
+  },
+  {
+    files: ['src/cli/**/*.ts'],
+    rules: { 'no-restricted-imports': restrictedImports([]) },
   },
   {
     // The logger is built before configuration is read, and configuration errors are logged.

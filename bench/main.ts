@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: the receiver and the worker against baselines measured in the same run, the
- * triage path under the API's rate limit, and memory. Prints a markdown report and writes it to
+ * triage path under the API's rate limit, what tracing costs, and memory. Prints a markdown report and writes it to
  * docs/benchmarks.md. Reports; never fails on a figure.
  *
  * Options: --quick (one short round each, for a smoke run; the triage run scaled down to a
@@ -19,6 +19,7 @@ import { benchReplicaAcks } from './replica-ack-bench.js';
 import { choosePinning } from './pinning.js';
 import { benchReceiver } from './receiver-bench.js';
 import { HEADLINE_CONCURRENCY, renderReport, renderTriageReport } from './report.js';
+import { benchTracing } from './tracing-bench.js';
 import { benchTriage, REAL_MINUTE_MS } from './triage-bench.js';
 import { benchWorker } from './worker-bench.js';
 
@@ -110,6 +111,15 @@ async function benchAll(): Promise<void> {
     seconds: quick ? 2 : 10,
   });
   const triage = await benchTriage({ redisUrl: redisServer.url, pinning, ...triageOptions });
+  const tracing = await benchTracing({
+    redis,
+    redisUrl: redisServer.url,
+    pinning,
+    rounds: quick ? 1 : 5,
+    seconds: quick ? 2 : 5,
+    connections: HEADLINE_CONCURRENCY,
+    deliveries: quick ? 1_000 : 5_000,
+  });
   await report(
     renderReport({
       date: new Date(),
@@ -122,6 +132,7 @@ async function benchAll(): Promise<void> {
       latency,
       replicaAcks,
       triage,
+      tracing,
     }),
   );
 }

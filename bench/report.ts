@@ -7,6 +7,7 @@ import type { LatencyRow } from './latency-bench.js';
 import type { ReplicaAckRow } from './replica-ack-bench.js';
 import type { ReceiverBenchResult, RoundResult, Target } from './receiver-bench.js';
 import { median, ratio, spreadPercent } from './stats.js';
+import type { TracingBenchResult, TracingSide } from './tracing-bench.js';
 import type { TriageBenchResult } from './triage-bench.js';
 import type { WorkerBenchResult } from './worker-bench.js';
 import { here } from './processes.js';
@@ -25,6 +26,7 @@ export interface ReportInput {
   readonly latency: readonly LatencyRow[];
   readonly replicaAcks: readonly ReplicaAckRow[];
   readonly triage: TriageBenchResult;
+  readonly tracing: TracingBenchResult;
 }
 
 /** Doing more than the naive receiver must not cost more. */
@@ -43,6 +45,7 @@ export function renderReport(input: ReportInput): { summary: string; markdown: s
       latencyTable(input.latency),
       replicaAckTable(input.replicaAcks),
       triageTable(input.triage),
+      tracingTable(input.tracing),
       memoryTable(input),
     )
     .join('\n\n');
@@ -183,6 +186,34 @@ function workerTable(result: WorkerBenchResult): string {
     '## Worker: deliveries drained per second',
     '',
     table(['concurrency', 'worker', 'deliveries/s', 'vs bare BullMQ'], rows),
+  ].join('\n');
+}
+
+function tracingTable(tracing: TracingBenchResult): string {
+  const title = '## Tracing: its cost at 100% sampling (OTLP/HTTP protobuf to a local sink)';
+  if ('skipped' in tracing) return [title, '', `Not measured: ${tracing.skipped}.`].join('\n');
+  const row = (what: string, unit: string, sides: { off: TracingSide; on: TracingSide }) => {
+    const ratios = sides.on.perSecond.map((on, round) => on / sides.off.perSecond[round]!);
+    return [
+      what,
+      `${withSpread(sides.off.perSecond)} ${unit}`,
+      `${withSpread(sides.on.perSecond)} ${unit}`,
+      fixed(median(ratios)),
+      `${Math.round(median(sides.off.cpuMicros))} → ${Math.round(median(sides.on.cpuMicros))}`,
+    ];
+  };
+  return [
+    title,
+    '',
+    table(
+      ['process', 'tracing off', 'tracing on', 'on / off', 'server CPU µs per item, off → on'],
+      [
+        row('receiver (paired rounds, c=50)', 'req/s', tracing.receiver),
+        row('worker (alternating rounds, one no-op handler)', 'deliveries/s', tracing.worker),
+      ],
+    ),
+    '',
+    `Exported meanwhile: ${tracing.exported.requests} OTLP requests, ${(tracing.exported.bytes / 1024 / 1024).toFixed(1)} MiB. With tracing off nothing of OpenTelemetry's SDK is loaded: the receiver's full path above runs without it.`,
   ].join('\n');
 }
 

@@ -47,12 +47,56 @@ const httpUrl = z
   .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, 'expected an http:// or https:// URL')
   .transform((url) => url.replace(/\/+$/, ''));
 
+/** `key=value,key=value`, as OTEL_EXPORTER_OTLP_HEADERS and OTEL_RESOURCE_ATTRIBUTES take them. */
+const keyValueList = (what: string) =>
+  z
+    .string()
+    .trim()
+    .regex(/^[^=,\s]+=[^,]*(,\s*[^=,\s]+=[^,]*)*$/, `expected ${what} list: key=value,key=value`);
+
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+
+const TRACES_SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
+
 const booleanFlag = z
   .string()
   .trim()
   .toLowerCase()
   .regex(/^(true|false|1|0|yes|no)$/, 'expected true or false')
   .transform((text) => ['true', '1', 'yes'].includes(text));
+
+/**
+ * OpenTelemetry's standard variables, checked here like every other; the SDK reads them itself
+ * (src/tracing/). Tracing is on when an OTLP endpoint is set, unless OTEL_SDK_DISABLED.
+ */
+const TracingEnv = {
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(OTLP_PROTOCOLS).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(OTLP_PROTOCOLS).optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: keyValueList('a header').optional(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValueList('a header').optional(),
+  OTEL_SERVICE_NAME: z.string().trim().min(1).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: keyValueList('an attribute').optional(),
+  OTEL_TRACES_SAMPLER: z.enum(TRACES_SAMPLERS).optional(),
+  OTEL_TRACES_SAMPLER_ARG: z
+    .string()
+    .trim()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'expected a ratio from 0 to 1')
+    .optional(),
+  OTEL_SDK_DISABLED: booleanFlag.default(false),
+  OTEL_BSP_SCHEDULE_DELAY: integer(0).optional(),
+  OTEL_BSP_EXPORT_TIMEOUT: integer(0).optional(),
+  OTEL_BSP_MAX_QUEUE_SIZE: integer(1).optional(),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: integer(1).optional(),
+};
 
 /** Read by every role. */
 const SharedEnv = {
@@ -80,6 +124,7 @@ const SharedEnv = {
   COMPLETED_JOB_RETENTION_SECONDS: integer(1).default(24 * 60 * 60),
   ACK_REPLICAS: integer(0, 100).default(0),
   ACK_REPLICAS_TIMEOUT_MS: integer(1, 60_000).default(1_000),
+  ...TracingEnv,
 };
 
 const ReceiverEnv = z.object({
@@ -94,6 +139,11 @@ const ReceiverEnv = z.object({
   BODY_LIMIT: byteSize.default(1024 * 1024),
   INVALID_PAYLOAD: z.enum(INVALID_PAYLOAD_MODES).default('quarantine'),
   ADMIN_TOKEN: z.string().trim().min(16, 'expected at least 16 characters').optional(),
+  TRACE_URL_TEMPLATE: z
+    .string()
+    .trim()
+    .regex(/^https?:\/\/\S*\{traceId\}\S*$/, 'expected an http(s) URL with {traceId} in it')
+    .optional(),
 });
 
 const WorkerEnv = z.object({
@@ -144,7 +194,32 @@ export interface SharedConfig {
    * before it acknowledges them, the worker's records of completed runs before it forgets them.
    */
   readonly ackReplicas: { readonly replicas: number; readonly timeoutMs: number };
+  /** OpenTelemetry traces, when an OTLP endpoint is set; undefined: off, nothing loaded. */
+  readonly tracing: TracingConfig | undefined;
 }
+
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
+
+/**
+ * What the service decides about tracing. The SDK reads the rest of the OTEL_* variables itself
+ * (headers, sampler, batching, resource attributes), after they were checked here.
+ */
+export interface TracingConfig {
+  /** Where spans are sent (an OTLP/HTTP traces URL); never logged with its headers. */
+  readonly endpoint: string;
+  readonly protocol: OtlpProtocol;
+  /** OTEL_SERVICE_NAME, or `service.name` in OTEL_RESOURCE_ATTRIBUTES, or the role's default. */
+  readonly serviceName: string;
+}
+
+/** The first Node that OpenTelemetry's SDK runs on. */
+export const TRACING_MIN_NODE = '22.15.0';
+
+/** The service names of the two roles, when OTEL_SERVICE_NAME does not say otherwise. */
+export const DEFAULT_SERVICE_NAMES = {
+  receiver: 'feedback-receiver',
+  worker: 'feedback-receiver-worker',
+} as const;
 
 /** What `feedback-receiver serve` needs. */
 export interface ReceiverConfig extends SharedConfig {
@@ -153,6 +228,8 @@ export interface ReceiverConfig extends SharedConfig {
   readonly webhook: WebhookConfig;
   /** Enables the dashboard at /admin/queues, for requests that carry it. */
   readonly adminToken: string | undefined;
+  /** Makes the console's trace ids links: a URL with `{traceId}` in it (TRACE_URL_TEMPLATE). */
+  readonly traceUrlTemplate: string | undefined;
 }
 
 export interface WebhookConfig {
@@ -245,10 +322,11 @@ export function loadReceiverConfig(
     });
   }
   return deepFreeze({
-    ...shared(vars, env),
+    ...shared(vars, env, DEFAULT_SERVICE_NAMES.receiver),
     port: vars.PORT,
     host: vars.HOST,
     adminToken: vars.ADMIN_TOKEN,
+    traceUrlTemplate: vars.TRACE_URL_TEMPLATE,
     webhook: {
       scheme: vars.SIGNATURE_SCHEME,
       secrets,
@@ -289,7 +367,7 @@ export function loadWorkerConfig(
     }
   }
   return deepFreeze({
-    ...shared(vars, env),
+    ...shared(vars, env, DEFAULT_SERVICE_NAMES.worker),
     api: {
       baseUrl: vars.FEEDBACK_API_URL,
       token,
@@ -320,7 +398,9 @@ function parseEnv<Shape extends z.ZodRawShape>(schema: z.ZodObject<Shape>, env: 
   return parsed.data;
 }
 
-function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>, env: Env): SharedConfig {
+type SharedVars = z.infer<z.ZodObject<typeof SharedEnv>>;
+
+function shared(vars: SharedVars, env: Env, defaultServiceName: string): SharedConfig {
   return {
     redisUrl: vars.REDIS_URL,
     redisUrlFromEnv: (env.REDIS_URL ?? '') !== '',
@@ -330,7 +410,58 @@ function shared(vars: z.infer<z.ZodObject<typeof SharedEnv>>, env: Env): SharedC
     dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,
     completedJobRetentionSeconds: vars.COMPLETED_JOB_RETENTION_SECONDS,
     ackReplicas: { replicas: vars.ACK_REPLICAS, timeoutMs: vars.ACK_REPLICAS_TIMEOUT_MS },
+    tracing: tracing(vars, defaultServiceName),
   };
+}
+
+/**
+ * Tracing is on when an OTLP endpoint is set and OTEL_SDK_DISABLED is not true. The SDK needs a
+ * newer Node than the rest of the service: asked for on an older one, it stops the start.
+ */
+export function tracing(
+  vars: Pick<
+    SharedVars,
+    | 'OTEL_EXPORTER_OTLP_ENDPOINT'
+    | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+    | 'OTEL_EXPORTER_OTLP_PROTOCOL'
+    | 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    | 'OTEL_SERVICE_NAME'
+    | 'OTEL_RESOURCE_ATTRIBUTES'
+    | 'OTEL_SDK_DISABLED'
+  >,
+  defaultServiceName: string,
+  nodeVersion = process.versions.node,
+): TracingConfig | undefined {
+  const endpoint =
+    vars.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (vars.OTEL_EXPORTER_OTLP_ENDPOINT && `${vars.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`);
+  if (endpoint === undefined || vars.OTEL_SDK_DISABLED) return undefined;
+  if (!atLeast(nodeVersion, TRACING_MIN_NODE)) {
+    const variable = vars.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+      ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+      : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+    throw invalid(
+      `${variable}: tracing needs Node ${TRACING_MIN_NODE} or later (this is Node ${nodeVersion}); unset it, or run on Node 24 LTS`,
+    );
+  }
+  const resourceName = vars.OTEL_RESOURCE_ATTRIBUTES?.split(',')
+    .map((pair) => pair.split('='))
+    .find(([key]) => key?.trim() === 'service.name')?.[1]
+    ?.trim();
+  return {
+    endpoint,
+    protocol:
+      vars.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ??
+      vars.OTEL_EXPORTER_OTLP_PROTOCOL ??
+      'http/protobuf',
+    serviceName: vars.OTEL_SERVICE_NAME ?? (resourceName || defaultServiceName),
+  };
+}
+
+function atLeast(version: string, minimum: string): boolean {
+  const [a = 0, b = 0, c = 0] = version.split('.').map(Number);
+  const [p = 0, q = 0, r = 0] = minimum.split('.').map(Number);
+  return a !== p ? a > p : b !== q ? b > q : c >= r;
 }
 
 /** The prefix of every key, from QUEUE_PREFIX: in braces on a cluster-mode Redis (a hash tag). */

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { traceIdsForLog } from './tracing/tracer.js';
 
 export type { Logger };
 
@@ -68,11 +69,22 @@ export interface LoggerOptions {
   readonly pretty?: boolean;
   /** Where lines go; stdout by default. Tests pass a stream to read every line. */
   readonly destination?: pino.DestinationStream;
+  /**
+   * Each line written inside a traced request or run carries its `trace_id` and `span_id`
+   * (TracingConfig set). Without tracing no line pays for the question.
+   */
+  readonly traceIds?: boolean;
 }
 
-export function createLogger({ level, destination, pretty = false }: LoggerOptions): Logger {
+export function createLogger({
+  level,
+  destination,
+  pretty = false,
+  traceIds = false,
+}: LoggerOptions): Logger {
   const options: pino.LoggerOptions = {
     level,
+    ...(traceIds ? { mixin: traceIdsForLog } : {}),
     base: { service: 'feedback-receiver' },
     formatters: { log: (object) => censorSecrets(object) },
     // Child loggers' bindings do not pass through `formatters.log`: pino censors these keys of

@@ -74,6 +74,7 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
             runAgain: createRunAgain({ reader: runReader, markers }),
             queues: watched,
             readStats: () => readDeliveryStats(connection, config.queuePrefix),
+            traceUrlTemplate: config.traceUrlTemplate,
           },
         }
       : undefined,

@@ -4,6 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logger.js';
+import { activeSpan, inSpan, type TraceSpan } from '../tracing/tracer.js';
 import { FeedbackRecordSchema, type FeedbackRecord } from '../webhooks/feedback-record.js';
 import {
   ApiConflictError,
@@ -100,16 +101,18 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         throw new ApiRateLimitedError({ method, url, retryAfterMs: waitMs, source: 'limiter' });
       }
       options.observer?.waitedForSlot(waitMs);
+      activeSpan().addEvent('rate limit wait', { 'feedback.api.wait_ms': waitMs });
       await sleep(waitMs, undefined, signal ? { signal } : {});
     }
   }
 
   async function call(
     method: 'GET' | 'PATCH' | 'POST',
-    path: string,
+    route: { readonly template: string; readonly path: string },
     body: unknown,
     { logger, signal }: { logger: Logger | undefined; signal: AbortSignal | undefined },
   ): Promise<unknown> {
+    const { path } = route;
     const url = `${options.baseUrl ?? ''}${path}`;
     if (options.baseUrl === undefined) {
       throw new ApiNotConfiguredError('FEEDBACK_API_URL is not set.', { method, url });
@@ -118,7 +121,32 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       throw new ApiNotConfiguredError('FEEDBACK_API_TOKEN is not set.', { method, url });
     }
     await waitForSlot(method, url, signal);
+    return inSpan(
+      `${method} ${route.template}`,
+      {
+        kind: 'client',
+        attributes: {
+          'http.request.method': method,
+          'url.template': route.template,
+          'server.address': new URL(url).hostname,
+        },
+      },
+      (span) => send(method, url, path, body, { logger, signal, span }),
+    );
+  }
 
+  /** One request, its answer read and checked; the token is in a header, never in the span. */
+  async function send(
+    method: 'GET' | 'PATCH' | 'POST',
+    url: string,
+    path: string,
+    body: unknown,
+    {
+      logger,
+      signal,
+      span,
+    }: { logger: Logger | undefined; signal: AbortSignal | undefined; span: TraceSpan },
+  ): Promise<unknown> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const started = performance.now();
     let response: Response;
@@ -141,6 +169,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       if (signal?.aborted) throw error;
       throw new ApiNetworkError(details);
     }
+    span.setAttributes({ 'http.response.status_code': response.status });
     const parsed = await readBody(response, { method, url, timeoutMs }, timeout);
     const ms = Math.round(performance.now() - started);
     logger?.info({ api: { method, path, status: response.status, ms } }, 'api call');
@@ -181,17 +210,20 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
       signal: request?.signal ?? context.signal,
     });
     return {
-      getMe: (request) => call('GET', '/v1/me', undefined, contextOf(request)),
+      getMe: (request) =>
+        call('GET', { template: '/v1/me', path: '/v1/me' }, undefined, contextOf(request)),
 
       async updateFeedback(id, patch, request) {
         const path = `/v1/feedback/${encodeURIComponent(id)}`;
-        const answer = await call('PATCH', path, onlyPatchFields(patch), contextOf(request));
+        const route = { template: '/v1/feedback/{id}', path };
+        const answer = await call('PATCH', route, onlyPatchFields(patch), contextOf(request));
         return parseAnswer(FeedbackRecordSchema, answer, 'PATCH', `${options.baseUrl}${path}`);
       },
 
       async createHook(projectId, hook, request) {
         const path = `/v1/projects/${encodeURIComponent(projectId)}/hooks`;
-        const answer = await call('POST', path, hook, contextOf(request));
+        const route = { template: '/v1/projects/{id}/hooks', path };
+        const answer = await call('POST', route, hook, contextOf(request));
         return parseAnswer(WebhookSchema, answer, 'POST', `${options.baseUrl}${path}`);
       },
     };

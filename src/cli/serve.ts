@@ -1,6 +1,7 @@
 import { loadReceiverConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { startReceiver } from '../receiver.js';
+import { startTracing } from '../tracing/tracer.js';
 import type { Command } from './command.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
@@ -14,8 +15,14 @@ Configured through environment variables (see the README); WEBHOOK_SECRET or
 WEBHOOK_SECRET_FILE is required.`,
   async run() {
     const config = loadReceiverConfig();
-    const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
+    const logger = createLogger({
+      level: config.logLevel,
+      pretty: config.logPretty,
+      traceIds: config.tracing !== undefined,
+    });
     const running = stopOnSignal(logger, 'receiver');
+    // Stopped last: the spans of the shutdown itself are sent too.
+    running.add(await startTracing(config.tracing, logger));
     running.add((await startReceiver(config, logger)).close);
   },
 };

@@ -3,6 +3,7 @@ import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { startReceiver } from '../receiver.js';
 import { startWorker } from '../worker-process.js';
+import { startTracing } from '../tracing/tracer.js';
 import type { Command } from './command.js';
 import { startEmbeddedRedis } from './embedded-redis.js';
 import { stopOnSignal } from './stop-on-signal.js';
@@ -25,9 +26,13 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
     const logger = createLogger({
       level: receiverConfig.logLevel,
       pretty: receiverConfig.logPretty,
+      traceIds: receiverConfig.tracing !== undefined,
     });
-    // Stopped in reverse order: the receiver first (no new deliveries), the worker, then Redis.
+    // Stopped in reverse order: the receiver first (no new deliveries), the worker, then Redis,
+    // then tracing (the shutdown's spans are sent too). One process, one service name: the
+    // receiver's.
     const running = stopOnSignal(logger, 'receiver and worker');
+    running.add(await startTracing(receiverConfig.tracing, logger));
     let redisUrl = receiverConfig.redisUrl;
     if (!receiverConfig.redisUrlFromEnv) {
       const dir = resolve(EMBEDDED_REDIS_DIR);

@@ -1,6 +1,7 @@
 import { loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { startWorker } from '../worker-process.js';
+import { startTracing } from '../tracing/tracer.js';
 import type { Command } from './command.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
@@ -15,8 +16,14 @@ listed in HANDLERS (comma-separated paths). Run as many workers as you like;
 they share the API's rate limit (FEEDBACK_API_RATE_LIMIT) through Redis.`,
   async run() {
     const config = loadWorkerConfig();
-    const logger = createLogger({ level: config.logLevel, pretty: config.logPretty });
+    const logger = createLogger({
+      level: config.logLevel,
+      pretty: config.logPretty,
+      traceIds: config.tracing !== undefined,
+    });
     const running = stopOnSignal(logger, 'worker');
+    // Stopped last: the spans of the shutdown itself are sent too.
+    running.add(await startTracing(config.tracing, logger));
     running.add((await startWorker(config, logger)).close);
   },
 };

@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics.js';
 import type { DeliveryQueue } from '../queue/deliveries-queue.js';
 import type { DeliveryStats } from '../queue/delivery-stats.js';
 import type { NewQuarantineEntry } from '../queue/quarantine.js';
+import { activeSpan, inSpan, tracingOn } from '../tracing/tracer.js';
 import { interpretPayload } from '../webhooks/delivery.js';
 import type { HeaderLookup, SignatureScheme } from '../webhooks/signature-scheme.js';
 import { isJsonContentType } from './json-content-type.js';
@@ -61,10 +62,14 @@ export function createWebhookRouter(
   const keptHeaders = [...KEPT_HEADERS, ...scheme.headers];
   const router = express.Router();
 
-  /** Answers with a problem, and logs why at warn: the log says more than the answer. */
+  /** Counts an outcome, and puts it on the request's span (when tracing is on). */
   const counted = (outcome: string, reason = '') => {
     metrics?.deliveries.inc({ outcome, reason });
     stats?.count(outcome, reason);
+    activeSpan().setAttributes({
+      'feedback.delivery.outcome': outcome,
+      'feedback.delivery.reason': reason || undefined,
+    });
   };
   const refuse = (res: Response, code: ErrorCode, reason: string, detail: string, extra = {}) => {
     markLogged(res);
@@ -138,6 +143,8 @@ export function createWebhookRouter(
 
     metrics?.secretMatches.inc({ index: String(check.secretIndex) });
     stats?.secretMatched(check.secretIndex);
+    const span = activeSpan();
+    span.addEvent('signature verified', { 'feedback.secret_index': check.secretIndex });
     const deliveryId = scheme.deliveryId(header);
     const outcome = interpretPayload(body, {
       deliveryId,
@@ -145,6 +152,7 @@ export function createWebhookRouter(
       receipt: { scheme: scheme.name, secretIndex: check.secretIndex },
     });
     const signed = { secretIndex: check.secretIndex };
+    span.addEvent('payload read', { 'feedback.payload': outcome.kind });
     try {
       switch (outcome.kind) {
         case 'ignored':
@@ -175,6 +183,10 @@ export function createWebhookRouter(
             { ...issues, outcome: 'quarantined', quarantineId: id },
             'delivery quarantined',
           );
+          span.setAttributes({
+            'feedback.quarantine.id': id,
+            'feedback.delivery.reason': outcome.reason,
+          });
           counted('quarantined');
           return answer(res, 202, { status: 'quarantined', id });
         }
@@ -184,6 +196,7 @@ export function createWebhookRouter(
           const stopTimer = metrics?.enqueueDuration.startTimer();
           const { status, jobId } = await deliveries.enqueue(outcome.delivery);
           stopTimer?.();
+          span.setAttributes({ 'feedback.delivery.key': key, 'feedback.job.id': jobId });
           logger.info({ ...signed, outcome: status, key, jobId }, `delivery ${status}`);
           counted(status);
           return answer(res, status === 'queued' ? 202 : 200, { status, id: key });
@@ -219,12 +232,41 @@ export function createWebhookRouter(
     }
   };
 
-  router.post(path, receive);
+  router.post(path, tracingOn() ? traced(path, receive) : receive);
   router.all(path, (_req, res) => {
     res.setHeader('Allow', 'POST');
     sendProblem(res, 'METHOD_NOT_ALLOWED', `Deliveries are POSTed to ${path}.`);
   });
   return router;
+}
+
+/**
+ * The request in a server span (OpenTelemetry's HTTP conventions), continuing the sender's trace
+ * when it sends a `traceparent`; the delivery's outcome and key are put on it as they are known.
+ * Only when tracing is on: otherwise the route is `receive` itself.
+ */
+function traced(
+  route: string,
+  receive: (req: Request, res: Response) => Promise<void>,
+): (req: Request, res: Response) => Promise<void> {
+  return (req, res) =>
+    inSpan(
+      `POST ${route}`,
+      {
+        kind: 'server',
+        continueFrom: req.headers,
+        attributes: {
+          'http.request.method': 'POST',
+          'http.route': route,
+          'url.path': req.originalUrl.split('?', 1)[0],
+        },
+      },
+      async (span) => {
+        await receive(req, res);
+        span.setAttributes({ 'http.response.status_code': res.statusCode });
+        if (res.statusCode >= 500) span.fail(`answered ${res.statusCode}`);
+      },
+    );
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Queue, type Job, type JobsOptions } from 'bullmq';
+import { withTelemetry } from '../tracing/tracer.js';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
 import type { RedisConnection } from './redis.js';
 import { createReplicatedWrites, type ReplicatedWrites } from './replicated-writes.js';
@@ -82,7 +83,7 @@ export function createDeliveryQueue({
   retention = DELIVERY_JOB_RETENTION,
   writes = createReplicatedWrites({ connection, key: prefix }),
 }: DeliveryQueueOptions): DeliveryQueueProducer {
-  const queue = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
+  const queue = new Queue<Delivery>(DELIVERIES_QUEUE, withTelemetry({ connection, prefix }));
   const ttl = dedupeTtlSeconds * 1000;
 
   async function enqueue(delivery: Delivery): Promise<EnqueueResult> {

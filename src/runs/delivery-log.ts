@@ -9,6 +9,7 @@
 import type { Job, Queue } from 'bullmq';
 import { findDelivery } from '../queue/deliveries-queue.js';
 import type { Quarantine, QuarantineSummary } from '../queue/quarantine.js';
+import { traceIdOf } from '../tracing/trace-id.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { iso, type RunReader, type RunView } from './run-reader.js';
 
@@ -39,6 +40,8 @@ export interface DeliveryView {
   /** Why routing failed, for a delivery no handler saw. */
   readonly reason?: string;
   readonly runs: readonly RunView[];
+  /** The delivery's trace, when the receiver that took it had tracing on. */
+  readonly traceId?: string;
 }
 
 export interface DeliveryQuery {
@@ -111,6 +114,7 @@ export function createDeliveryLog(
       queuedAt: iso(job.timestamp),
       ...(job.processedOn ? { takenAt: iso(job.processedOn) } : {}),
       ...(state === 'completed' && job.finishedOn ? { routedAt: iso(job.finishedOn) } : {}),
+      ...traceOf(job),
     };
     if (state === 'failed') return { ...base, state: 'failed', reason: job.failedReason, runs: [] };
     if (state !== 'completed') {
@@ -182,6 +186,11 @@ export function createDeliveryLog(
       return view(job, (await job.getState()) as JobState, read.delivery);
     },
   };
+}
+
+function traceOf(job: Job<Delivery>): { traceId?: string } {
+  const traceId = traceIdOf(job.opts.telemetry?.metadata);
+  return traceId ? { traceId } : {};
 }
 
 function stateOf(runs: readonly RunView[]): DeliveryState {

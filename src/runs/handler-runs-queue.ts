@@ -7,6 +7,7 @@
 import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
 import type { JobRetention } from '../queue/deliveries-queue.js';
+import { withTelemetry } from '../tracing/tracer.js';
 
 export const HANDLER_RUNS_QUEUE = 'handler-runs';
 
@@ -50,7 +51,7 @@ export const HANDLER_RUN_RETENTION: JobRetention = {
 };
 
 export function createHandlerRunsQueue(connection: ConnectionOptions, prefix: string) {
-  return new Queue<HandlerRunData>(HANDLER_RUNS_QUEUE, { connection, prefix });
+  return new Queue<HandlerRunData>(HANDLER_RUNS_QUEUE, withTelemetry({ connection, prefix }));
 }
 
 /**

@@ -34,6 +34,7 @@ import {
   type HandlerRunData,
   type RoutingResult,
 } from '../runs/handler-runs-queue.js';
+import { activeSpan, inSpan, type TraceSpan } from '../tracing/tracer.js';
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
@@ -109,6 +110,10 @@ export function createRuns(options: RunsOptions): Runs {
       { dedupeTtlSeconds: options.dedupeTtlSeconds, retention: options.retention },
     );
     const names = taking.map(({ name }) => name);
+    activeSpan().setAttributes({
+      'feedback.delivery.key': delivery.key,
+      'feedback.handlers': names.join(','),
+    });
     // Each run logs its own line with the delivery's key; a delivery no handler took says so.
     logger[names.length === 0 ? 'info' : 'debug'](
       { deliveryKey: delivery.key, handlers: names },
@@ -142,12 +147,27 @@ export function createRuns(options: RunsOptions): Runs {
     };
     const startedAt = new Date().toISOString();
     const started = performance.now();
-    const result = await attempt(handler, delivery, bindings, job.id!);
-    const decision = decideRun(result, {
-      attempt: bindings.attempt,
-      attempts: job.opts.attempts ?? handler.attempts,
-      backoff: handler.backoff,
-    });
+    const { result, decision } = await inSpan(
+      `handler ${handler.name}`,
+      {
+        attributes: {
+          'feedback.handler': handler.name,
+          'feedback.run.id': job.id,
+          'feedback.run.attempt': bindings.attempt,
+          'feedback.delivery.key': delivery.key,
+        },
+      },
+      async (span) => {
+        const result = await attempt(handler, delivery, bindings, job.id!);
+        const decision = decideRun(result, {
+          attempt: bindings.attempt,
+          attempts: job.opts.attempts ?? handler.attempts,
+          backoff: handler.backoff,
+        });
+        traceDecision(span, result, decision);
+        return { result, decision };
+      },
+    );
     const ms = Math.round(performance.now() - started);
     report(logger, { ...bindings, ms }, decision);
     const outcome = OUTCOME_LABEL[decision.kind];
@@ -267,6 +287,15 @@ function wants(handler: Handler, delivery: Delivery): boolean {
     return handler.where === undefined || handler.where(delivery.record);
   } catch {
     return true;
+  }
+}
+
+/** What came of an attempt, on its span: the outcome, the error, the dead letter. */
+function traceDecision(span: TraceSpan, result: AttemptResult, decision: RunDecision): void {
+  span.setAttributes({ 'feedback.run.outcome': OUTCOME_LABEL[decision.kind] });
+  if (!result.ok) span.fail(result.error);
+  if (decision.kind === 'fail') {
+    span.addEvent('moved to the dead letter', { 'feedback.run.reason': decision.reason });
   }
 }
 

@@ -19,6 +19,7 @@ import {
 import { CLOSE_WITHIN_MS, type RedisConnection } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import type { Delivery } from '../webhooks/delivery.js';
+import { withTelemetry } from '../tracing/tracer.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
@@ -107,28 +108,33 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     logger,
     restarted: (queue: string) => options.metrics?.workerRestarts.inc({ queue }),
   };
-  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
+  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, withTelemetry({ connection, prefix }));
   deliveries.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
   const deliveriesWorker = watchWorker({
     ...watchdog,
     queue: deliveries,
     processor: runs.route,
     create: (processor, own) =>
-      new Worker(DELIVERIES_QUEUE, processor, { ...workerOptions, connection: own }).on(
-        'error',
-        onError,
-      ),
+      new Worker(
+        DELIVERIES_QUEUE,
+        processor,
+        withTelemetry({ ...workerOptions, connection: own }),
+      ).on('error', onError),
   });
   const handlersWorker = watchWorker({
     ...watchdog,
     queue: handlerRuns,
     processor: runs.run,
     create: (processor, own) =>
-      new Worker<HandlerRunData>(HANDLER_RUNS_QUEUE, processor, {
-        ...workerOptions,
-        connection: own,
-        settings: { backoffStrategy: runs.backoff },
-      })
+      new Worker<HandlerRunData>(
+        HANDLER_RUNS_QUEUE,
+        processor,
+        withTelemetry({
+          ...workerOptions,
+          connection: own,
+          settings: { backoffStrategy: runs.backoff },
+        }),
+      )
         .on('error', onError)
         .on('completed', (job) => {
           const successKey = successKeyOf(job);

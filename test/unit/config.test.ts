@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadReceiverConfig, loadWorkerConfig } from '../../src/config.js';
+import { ConfigError, loadReceiverConfig, loadWorkerConfig, tracing } from '../../src/config.js';
 
 const minimal = { WEBHOOK_SECRET: 'dev-secret' };
 
@@ -220,5 +220,79 @@ describe('loadWorkerConfig', () => {
       loadWorkerConfig,
     );
     expect(message).not.toContain('tok_secret_value');
+  });
+});
+
+describe('tracing (OpenTelemetry variables)', () => {
+  const on = { ...minimal, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+
+  it('is off without an endpoint, and with OTEL_SDK_DISABLED', () => {
+    expect(loadReceiverConfig(minimal).tracing).toBeUndefined();
+    expect(loadReceiverConfig({ ...minimal, OTEL_SERVICE_NAME: 'x' }).tracing).toBeUndefined();
+    expect(loadReceiverConfig({ ...on, OTEL_SDK_DISABLED: 'true' }).tracing).toBeUndefined();
+  });
+
+  it('is on with an endpoint, named for each role unless OTEL_SERVICE_NAME says otherwise', () => {
+    if (Number(process.versions.node.split('.')[0]) < 22) return; // the next test covers Node 20
+    expect(loadReceiverConfig(on).tracing).toEqual({
+      endpoint: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      serviceName: 'feedback-receiver',
+    });
+    expect(loadWorkerConfig(on).tracing?.serviceName).toBe('feedback-receiver-worker');
+    expect(loadWorkerConfig({ ...on, OTEL_SERVICE_NAME: 'triage' }).tracing?.serviceName).toBe(
+      'triage',
+    );
+    expect(
+      loadReceiverConfig({
+        ...on,
+        OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=prod,service.name=intake',
+      }).tracing?.serviceName,
+    ).toBe('intake');
+    expect(
+      loadReceiverConfig({
+        ...minimal,
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://api.example.com/otlp/traces',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      }).tracing,
+    ).toMatchObject({ endpoint: 'https://api.example.com/otlp/traces', protocol: 'http/json' });
+  });
+
+  it('needs Node 22.15 or later, and says so in one sentence', () => {
+    const vars = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: false };
+    expect(() => tracing(vars, 'feedback-receiver', '20.19.0')).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT: tracing needs Node 22\.15\.0 or later \(this is Node 20\.19\.0\)/,
+    );
+    expect(() => tracing(vars, 'feedback-receiver', '22.14.9')).toThrow(ConfigError);
+    expect(tracing(vars, 'feedback-receiver', '22.15.0')).toBeDefined();
+    expect(tracing({ OTEL_SDK_DISABLED: false }, 'feedback-receiver', '20.19.0')).toBeUndefined();
+  });
+
+  it('names each wrong variable', () => {
+    const wrong = configError({
+      ...minimal,
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      OTEL_EXPORTER_OTLP_HEADERS: 'no-equals-sign',
+      OTEL_TRACES_SAMPLER: 'sometimes',
+      OTEL_TRACES_SAMPLER_ARG: '1.5',
+      OTEL_BSP_MAX_QUEUE_SIZE: 'lots',
+      TRACE_URL_TEMPLATE: 'http://jaeger/trace/',
+    });
+    for (const variable of [
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_PROTOCOL',
+      'OTEL_EXPORTER_OTLP_HEADERS',
+      'OTEL_TRACES_SAMPLER',
+      'OTEL_TRACES_SAMPLER_ARG',
+      'OTEL_BSP_MAX_QUEUE_SIZE',
+      'TRACE_URL_TEMPLATE',
+    ]) {
+      expect(wrong).toContain(`${variable}:`);
+    }
+    // A header's value may be an API key: the message never repeats it.
+    expect(configError({ ...minimal, OTEL_EXPORTER_OTLP_HEADERS: 'api-key' })).not.toContain(
+      'api-key',
+    );
   });
 });

@@ -62,12 +62,20 @@ describe('deployment files', () => {
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
   });
 
-  it('builds and runs on Node 24 in both stages, and pins Redis to a major version', () => {
+  it('builds and runs on Node 24 in both stages, and pins Redis and Jaeger, never latest', () => {
     const stages = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map(([, image]) => image!);
     expect(stages).toEqual(['node:24-slim', 'node:24-slim']);
     const images = [...compose.matchAll(/^\s+image: (\S+)$/gm)].map(([, image]) => image!);
     const pulled = images.filter((image) => !image.startsWith('feedback-receiver:'));
-    expect(pulled).toEqual(['redis:8-alpine']); // a major version, never latest
+    // Redis to a major version; Jaeger (the tracing profile) to a release.
+    expect(pulled).toEqual(['redis:8-alpine', 'jaegertracing/jaeger:2.13.0']);
+  });
+
+  it("compose's tracing profile adds Jaeger and points both services at it, unless .env names another endpoint", () => {
+    const endpoint =
+      'OTEL_EXPORTER_OTLP_ENDPOINT: ${OTEL_EXPORTER_OTLP_ENDPOINT:-${COMPOSE_PROFILES:+http://jaeger:4318}}';
+    expect(compose.split(endpoint)).toHaveLength(3); // the receiver and the worker
+    expect(compose).toMatch(/jaeger:\n\s+image: \S+\n\s+profiles: \['tracing'\]/);
   });
 
   it('compose gives Redis persistence (fsync on every write), noeviction, a volume and a health check the others wait for', () => {

@@ -49,8 +49,9 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
 
   router.get('/deliveries/:key', async (req, res) => {
     const delivery = await deliveryLog.get(req.params.key);
-    if (delivery) page(res, 200, deliveryPage(delivery, notice(noticeOf(req))));
-    else page(res, 404, notFoundPage('delivery', req.params.key));
+    if (delivery) {
+      page(res, 200, deliveryPage(delivery, notice(noticeOf(req)), sources.traceUrlTemplate));
+    } else page(res, 404, notFoundPage('delivery', req.params.key));
   });
 
   router.post('/deliveries/:key/runs/:handler/retry', async (req, res) => {

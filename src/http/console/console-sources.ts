@@ -22,4 +22,6 @@ export interface ConsoleSources {
   readonly queues: readonly Queue[];
   /** What the receivers answered, per minute (see delivery-stats.ts). */
   readStats(): Promise<StatsSnapshot>;
+  /** TRACE_URL_TEMPLATE: a delivery's trace id links to `{traceId}` in it. */
+  readonly traceUrlTemplate?: string | undefined;
 }

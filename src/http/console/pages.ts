@@ -131,7 +131,18 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
   );
 }
 
-export function deliveryPage(delivery: DeliveryView, done?: Html | string): Html {
+/** A trace id, as a link into the operator's tracing backend when TRACE_URL_TEMPLATE is set. */
+function traceLink(traceId: string, template: string | undefined): Html {
+  if (template === undefined) return html`<code>${traceId}</code>`;
+  const href = template.replaceAll('{traceId}', encodeURIComponent(traceId));
+  return html`<a href="${href}" rel="noreferrer"><code>${traceId}</code></a>`;
+}
+
+export function deliveryPage(
+  delivery: DeliveryView,
+  done?: Html | string,
+  traceUrlTemplate?: string,
+): Html {
   const { record } = delivery;
   const context = record.client_context;
   const geo = context?.geo;
@@ -142,6 +153,7 @@ export function deliveryPage(delivery: DeliveryView, done?: Html | string): Html
       <p class="meta">
         ${state(delivery.state)} · received ${time(delivery.receivedAt)} ·
         <code>${delivery.key}</code>
+        ${delivery.traceId ? html` · trace ${traceLink(delivery.traceId, traceUrlTemplate)}` : ''}
       </p>
       ${delivery.reason ? html`<p class="error">${delivery.reason}</p>` : ''}
       <section>

@@ -1,0 +1,375 @@
+/**
+ * Traces, with real processes on Node 24: a receiver and a worker send OTLP/HTTP to a collector
+ * stand-in (test/helpers/otlp-collector.ts, which decodes JSON and protobuf itself). One delivery
+ * sent with a `traceparent` makes one trace, from the sender's request to the feedback API's
+ * answer; with no endpoint set, nothing of OpenTelemetry is loaded. On Node 20 an endpoint stops
+ * the start, with a sentence that names the Node it needs.
+ */
+import { readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, inject, it, vi } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { SANDBOX_TOKEN } from '../../src/sandbox/seed.js';
+import { startSandbox, type RunningSandbox } from '../../src/sandbox/server.js';
+import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
+import { reportedUrl, runCli, workerStarted, type CliProcess } from '../helpers/cli-process.js';
+import { findNode24 } from '../helpers/node-versions.js';
+import {
+  describe as describeSpans,
+  SPAN_KIND,
+  startOtlpCollector,
+  type OtlpCollector,
+  type ReceivedSpan,
+} from '../helpers/otlp-collector.js';
+import { createRecord } from '../helpers/sandbox-client.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const RECORD_MODULES = join(ROOT, 'test/fixtures/record-loaded-modules.mjs');
+const SECRET = 'e2e-tracing-secret';
+const ADMIN_TOKEN = 'e2e-tracing-admin-token';
+const node24 = findNode24();
+const tracingNode = Number(process.versions.node.split('.')[0]) >= 23 ? process.execPath : node24;
+
+const cleanup: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+function start(
+  command: 'serve' | 'work',
+  env: Record<string, string>,
+  node = tracingNode!,
+  modulesLog?: string,
+): CliProcess {
+  const cli = runCli([command], modulesLog ? { ...env, LOADED_MODULES_LOG: modulesLog } : env, {
+    node,
+    nodeArgs: modulesLog ? ['--import', RECORD_MODULES] : [],
+  });
+  cleanup.push(async () => {
+    if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    await cli.exited();
+  });
+  return cli;
+}
+
+async function collector(): Promise<OtlpCollector> {
+  const started = await startOtlpCollector();
+  cleanup.push(() => started.close());
+  return started;
+}
+
+async function sandbox(): Promise<RunningSandbox> {
+  const started = await startSandbox({ port: 0, logger: createLogger({ level: 'silent' }) });
+  cleanup.push(() => started.close());
+  return started;
+}
+
+/** The two processes' shared settings: one Redis, a prefix of the test's own. */
+function sharedEnv(): Record<string, string> {
+  return { REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: `e2e-trace-${randomUUID().slice(0, 8)}` };
+}
+
+function tracingEnv(endpoint: string, protocol: string): Record<string, string> {
+  // Export every 100 ms, so the test waits little for the batch.
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  };
+}
+
+async function serve(env: Record<string, string>, modulesLog?: string): Promise<string> {
+  const cli = start(
+    'serve',
+    { PORT: '0', HOST: '127.0.0.1', WEBHOOK_SECRET: SECRET, ...env },
+    tracingNode,
+    modulesLog,
+  );
+  const url = await reportedUrl(cli, 'receiver listening');
+  receiverOutput = cli.output;
+  return url;
+}
+let receiverOutput: () => string = () => '';
+
+function post(receiver: string, record: object, headers: Record<string, string> = {}) {
+  const body = JSON.stringify(record);
+  return fetch(`${receiver}/webhooks/feedback`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      'X-Ybug-Signature': signHmacSha256(body, SECRET),
+      ...headers,
+    },
+    body,
+  });
+}
+
+/** A W3C traceparent, as a sender that traces would send it. */
+function traceparent(): { header: string; traceId: string; spanId: string } {
+  const traceId = randomBytes(16).toString('hex');
+  const spanId = randomBytes(8).toString('hex');
+  return { header: `00-${traceId}-${spanId}-01`, traceId, spanId };
+}
+
+function one(spans: readonly ReceivedSpan[], test: (span: ReceivedSpan) => boolean, what: string) {
+  const found = spans.filter(test);
+  expect(found, `${what} in ${describeSpans(spans)}`).toHaveLength(1);
+  return found[0]!;
+}
+
+const hasTracingNode = tracingNode !== undefined;
+
+describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
+  it('makes one trace of a delivery, from the sender through the worker to the PATCH (protobuf)', async () => {
+    const otlp = await collector();
+    const api = await sandbox();
+    const record = await createRecord(api.url, 'prj_app', { title: 'The app crashed at login' });
+    const shared = sharedEnv();
+    const tracing = tracingEnv(otlp.url, 'http/protobuf');
+    const dir = await mkdtemp(join(tmpdir(), 'tracing-'));
+    const modulesLog = join(dir, 'modules.log');
+    const receiver = await serve(
+      {
+        ...shared,
+        ...tracing,
+        ADMIN_TOKEN,
+        TRACE_URL_TEMPLATE: 'http://jaeger.example:16686/trace/{traceId}',
+      },
+      modulesLog,
+    );
+    const worker = await workerStarted(
+      start('work', {
+        ...shared,
+        ...tracing,
+        TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
+        FEEDBACK_API_URL: api.url,
+        FEEDBACK_API_TOKEN: SANDBOX_TOKEN,
+      }),
+    );
+
+    const sender = traceparent();
+    const answer = await post(receiver, record, { traceparent: sender.header });
+    expect(answer.status).toBe(202);
+    const { id: key } = (await answer.json()) as { id: string };
+
+    const isPatch = (span: ReceivedSpan) =>
+      span.traceId === sender.traceId && span.name === 'PATCH /v1/feedback/{id}';
+    // The two processes export on their own schedules: wait for the first span and the last.
+    const isServer = (span: ReceivedSpan) =>
+      span.traceId === sender.traceId && span.kind === SPAN_KIND.server;
+    const all = await otlp.waitFor((spans) => spans.some(isPatch) && spans.some(isServer));
+    const trace = all.filter((span) => span.traceId === sender.traceId);
+
+    const server = one(trace, (span) => span.kind === SPAN_KIND.server, 'the HTTP server span');
+    expect(server).toMatchObject({
+      name: 'POST /webhooks/feedback',
+      parentSpanId: sender.spanId,
+      service: 'feedback-receiver',
+      attributes: expect.objectContaining({
+        'http.request.method': 'POST',
+        'url.path': '/webhooks/feedback',
+        'http.route': '/webhooks/feedback',
+        'http.response.status_code': 202,
+        'feedback.delivery.outcome': 'queued',
+        'feedback.delivery.key': key,
+      }),
+    });
+    expect(server.events.map((event) => event.name)).toEqual([
+      'signature verified',
+      'payload read',
+    ]);
+    const enqueue = one(
+      trace,
+      (span) => span.kind === SPAN_KIND.producer && span.name.startsWith('add deliveries'),
+      'the enqueue',
+    );
+    expect(enqueue.parentSpanId).toBe(server.spanId);
+    const routing = one(
+      trace,
+      (span) => span.kind === SPAN_KIND.consumer && span.name === 'process deliveries',
+      'routing',
+    );
+    expect(routing).toMatchObject({
+      parentSpanId: enqueue.spanId,
+      service: 'feedback-receiver-worker',
+      attributes: expect.objectContaining({ 'feedback.handlers': 'auto-triage' }),
+    });
+    const runAdded = one(
+      trace,
+      (span) => span.kind === SPAN_KIND.producer && span.name.startsWith('add handler-runs'),
+      'the run added',
+    );
+    expect(runAdded.parentSpanId).toBe(routing.spanId);
+    const runTaken = one(
+      trace,
+      (span) => span.kind === SPAN_KIND.consumer && span.name === 'process handler-runs',
+      'the run taken',
+    );
+    expect(runTaken.parentSpanId).toBe(runAdded.spanId);
+    const attempt = one(trace, (span) => span.name === 'handler auto-triage', 'the attempt');
+    expect(attempt).toMatchObject({
+      parentSpanId: runTaken.spanId,
+      attributes: expect.objectContaining({
+        'feedback.handler': 'auto-triage',
+        'feedback.run.attempt': 1,
+        'feedback.run.outcome': 'completed',
+        'feedback.delivery.key': key,
+      }),
+    });
+    const patch = one(trace, isPatch, 'the PATCH');
+    expect(patch).toMatchObject({
+      kind: SPAN_KIND.client,
+      parentSpanId: attempt.spanId,
+      attributes: expect.objectContaining({
+        'http.request.method': 'PATCH',
+        'url.template': '/v1/feedback/{id}',
+        'http.response.status_code': 200,
+      }),
+    });
+
+    // Every log line written inside the request or the run carries the trace.
+    const traced = (output: string, message: string) =>
+      output
+        .split('\n')
+        .filter((line) => line.includes(`"msg":"${message}"`))
+        .map((line) => JSON.parse(line) as { trace_id?: string; span_id?: string });
+    expect(traced(receiverOutput(), 'delivery queued')).toEqual([
+      expect.objectContaining({ trace_id: sender.traceId, span_id: server.spanId }),
+    ]);
+    expect(traced(worker.output(), 'api call')).toEqual([
+      expect.objectContaining({ trace_id: sender.traceId, span_id: patch.spanId }),
+    ]);
+
+    // The console shows the trace id, as a link with TRACE_URL_TEMPLATE.
+    const page = await fetch(`${receiver}/admin/deliveries/${encodeURIComponent(key)}`, {
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(await page.text()).toContain(
+      `<a href="http://jaeger.example:16686/trace/${sender.traceId}" rel="noreferrer"><code>${sender.traceId}</code></a>`,
+    );
+
+    // Nothing secret in anything sent; protobuf all along; and the SDK was loaded.
+    const sent = Buffer.concat(otlp.bodies).toString('latin1');
+    for (const secret of [SECRET, SANDBOX_TOKEN, ADMIN_TOKEN, 'Bearer', 'sha256=']) {
+      expect(sent, 'a secret in a span').not.toContain(secret);
+    }
+    expect(new Set(otlp.contentTypes)).toEqual(new Set(['application/x-protobuf']));
+    expect(readFileSync(modulesLog, 'utf8')).toContain('@opentelemetry/sdk-node');
+  });
+
+  it('shows each attempt of a run that fails twice, in the same trace (JSON)', async () => {
+    const otlp = await collector();
+    const shared = sharedEnv();
+    const tracing = tracingEnv(otlp.url, 'http/json');
+    const receiver = await serve({ ...shared, ...tracing });
+    await workerStarted(
+      start('work', {
+        ...shared,
+        ...tracing,
+        HANDLERS: join(ROOT, 'test/fixtures/handlers/fails-twice.mjs'),
+      }),
+    );
+
+    const answer = await post(receiver, { id: 'fb_fails_twice', title: 'Three tries' });
+    expect(answer.status).toBe(202);
+    const attempts = (spans: readonly ReceivedSpan[]) =>
+      spans.filter((span) => span.name === 'handler fails-twice');
+    const all = await otlp.waitFor(
+      (spans) =>
+        attempts(spans).length === 3 && spans.some((span) => span.kind === SPAN_KIND.server),
+    );
+
+    const server = one(all, (span) => span.kind === SPAN_KIND.server, 'the HTTP server span');
+    expect(server.parentSpanId, 'no traceparent sent: a new trace').toBe('');
+    const seen = attempts(all).sort(
+      (a, b) =>
+        Number(a.attributes['feedback.run.attempt']) - Number(b.attributes['feedback.run.attempt']),
+    );
+    expect(seen.map((span) => span.traceId)).toEqual([
+      server.traceId,
+      server.traceId,
+      server.traceId,
+    ]);
+    expect(
+      seen.map((span) => [
+        span.attributes['feedback.run.attempt'],
+        span.attributes['feedback.run.outcome'],
+        span.status.code,
+      ]),
+    ).toEqual([
+      [1, 'retrying', 2],
+      [2, 'retrying', 2],
+      [3, 'completed', 0],
+    ]);
+    expect(seen[0]!.status.message).toBe('attempt 1 fails on purpose');
+
+    // A run that uses up its attempts shows the dead letter; a quarantined delivery its reason.
+    expect((await post(receiver, { id: 'fb_hopeless', title: 'hopeless' })).status).toBe(202);
+    expect((await post(receiver, { id: 'fb_invalid', rating: 'five' })).status).toBe(202);
+    const deadLetter = (span: ReceivedSpan) =>
+      span.events.some((event) => event.name === 'moved to the dead letter');
+    const quarantined = (span: ReceivedSpan) =>
+      span.attributes['feedback.delivery.outcome'] === 'quarantined';
+    const later = await otlp.waitFor((spans) => spans.some(deadLetter) && spans.some(quarantined));
+    expect(one(later, deadLetter, 'the last attempt').attributes).toMatchObject({
+      'feedback.run.attempt': 3,
+      'feedback.run.outcome': 'failed',
+    });
+    expect(one(later, quarantined, 'the quarantined delivery').attributes).toMatchObject({
+      'feedback.delivery.reason': 'schema',
+      'feedback.quarantine.id': expect.any(String),
+      'http.response.status_code': 202,
+    });
+    expect(new Set(otlp.contentTypes)).toEqual(new Set(['application/json']));
+  });
+
+  it('sends nothing and loads no OpenTelemetry module without an endpoint', async () => {
+    const otlp = await collector();
+    const dir = await mkdtemp(join(tmpdir(), 'tracing-off-'));
+    const modulesLog = join(dir, 'modules.log');
+    const shared = sharedEnv();
+    // Everything but the endpoint: the service name alone turns nothing on.
+    const receiver = await serve({ ...shared, OTEL_SERVICE_NAME: 'not-traced' }, modulesLog);
+    const workerModulesLog = join(dir, 'worker-modules.log');
+    const worker = await workerStarted(
+      start(
+        'work',
+        { ...shared, HANDLERS: join(ROOT, 'test/fixtures/handlers/fails-twice.mjs') },
+        tracingNode,
+        workerModulesLog,
+      ),
+    );
+    const answer = await post(
+      receiver,
+      { id: 'fb_untraced', title: 'No tracing' },
+      { traceparent: traceparent().header },
+    );
+    expect(answer.status).toBe(202);
+    // The handler ran (its second attempt failing), through the worker's whole path.
+    await vi.waitFor(() => expect(worker.output()).toContain('"attempt":2'), { timeout: 10_000 });
+    expect(readFileSync(modulesLog, 'utf8')).toBe('');
+    expect(readFileSync(workerModulesLog, 'utf8')).toBe('');
+    expect(otlp.bodies).toEqual([]);
+    expect(receiverOutput()).not.toContain('trace_id');
+  });
+});
+
+describe.runIf(Number(process.versions.node.split('.')[0]) < 22)('on Node 20', () => {
+  it('stops at start when an endpoint is set, naming the Node that tracing needs', async () => {
+    const cli = start(
+      'serve',
+      {
+        ...sharedEnv(),
+        WEBHOOK_SECRET: SECRET,
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
+      },
+      process.execPath,
+    );
+    expect(await cli.exited()).not.toBe(0);
+    expect(cli.output()).toContain('tracing needs Node 22.15.0 or later');
+  });
+});
