@@ -73,10 +73,12 @@ const booleanFlag = z
   .transform((text) => ['true', '1', 'yes'].includes(text));
 
 /**
- * OpenTelemetry's standard variables, checked here like every other; the SDK reads them itself
- * (src/tracing/). Tracing is on when an OTLP endpoint is set, unless OTEL_SDK_DISABLED.
+ * OpenTelemetry's standard variables, checked like every other; the SDK reads them itself
+ * (src/tracing/). Tracing is on when an OTLP endpoint is set, unless OTEL_SDK_DISABLED; only then
+ * are they checked, so that a platform that sets some of them for every container does not stop
+ * a service that does not trace.
  */
-const TracingEnv = {
+const TracingOnEnv = z.object({
   OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
   OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(OTLP_PROTOCOLS).optional(),
@@ -85,18 +87,24 @@ const TracingEnv = {
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValueList('a header').optional(),
   OTEL_SERVICE_NAME: z.string().trim().min(1).optional(),
   OTEL_RESOURCE_ATTRIBUTES: keyValueList('an attribute').optional(),
-  OTEL_TRACES_SAMPLER: z.enum(TRACES_SAMPLERS).optional(),
+  OTEL_TRACES_SAMPLER: z.enum(TRACES_SAMPLERS).default('parentbased_always_on'),
   OTEL_TRACES_SAMPLER_ARG: z
     .string()
     .trim()
     .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'expected a ratio from 0 to 1')
-    .optional(),
+    .transform(Number)
+    .default(1),
   OTEL_SDK_DISABLED: booleanFlag.default(false),
   OTEL_BSP_SCHEDULE_DELAY: integer(0).optional(),
   OTEL_BSP_EXPORT_TIMEOUT: integer(0).optional(),
   OTEL_BSP_MAX_QUEUE_SIZE: integer(1).optional(),
   OTEL_BSP_MAX_EXPORT_BATCH_SIZE: integer(1).optional(),
-};
+});
+
+/** Read as they are; checked by TracingOnEnv once an endpoint says tracing is on. */
+const TracingEnv = Object.fromEntries(
+  Object.keys(TracingOnEnv.shape).map((name) => [name, z.string().optional()]),
+) as Record<keyof typeof TracingOnEnv.shape, z.ZodOptional<z.ZodString>>;
 
 /** Read by every role. */
 const SharedEnv = {
@@ -210,7 +218,11 @@ export interface TracingConfig {
   readonly protocol: OtlpProtocol;
   /** OTEL_SERVICE_NAME, or `service.name` in OTEL_RESOURCE_ATTRIBUTES, or the role's default. */
   readonly serviceName: string;
+  /** OTEL_TRACES_SAMPLER and its ratio (OTEL_TRACES_SAMPLER_ARG, 1 by default). */
+  readonly sampler: { readonly name: TracesSampler; readonly ratio: number };
 }
+
+export type TracesSampler = (typeof TRACES_SAMPLERS)[number];
 
 /** The first Node that OpenTelemetry's SDK runs on. */
 export const TRACING_MIN_NODE = '22.15.0';
@@ -415,27 +427,20 @@ function shared(vars: SharedVars, env: Env, defaultServiceName: string): SharedC
 }
 
 /**
- * Tracing is on when an OTLP endpoint is set and OTEL_SDK_DISABLED is not true. The SDK needs a
- * newer Node than the rest of the service: asked for on an older one, it stops the start.
+ * Tracing is on when an OTLP endpoint is set and OTEL_SDK_DISABLED is not true; then the other
+ * OTEL_* variables are checked. The SDK needs a newer Node than the rest of the service: asked
+ * for on an older one, it stops the start.
  */
 export function tracing(
-  vars: Pick<
-    SharedVars,
-    | 'OTEL_EXPORTER_OTLP_ENDPOINT'
-    | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
-    | 'OTEL_EXPORTER_OTLP_PROTOCOL'
-    | 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
-    | 'OTEL_SERVICE_NAME'
-    | 'OTEL_RESOURCE_ATTRIBUTES'
-    | 'OTEL_SDK_DISABLED'
-  >,
+  env: { readonly [name in keyof typeof TracingOnEnv.shape]?: string | undefined },
   defaultServiceName: string,
   nodeVersion = process.versions.node,
 ): TracingConfig | undefined {
+  if (!env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT && !env.OTEL_EXPORTER_OTLP_ENDPOINT) return undefined;
+  const vars = parseEnv(TracingOnEnv, env);
+  if (vars.OTEL_SDK_DISABLED) return undefined;
   const endpoint =
-    vars.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
-    (vars.OTEL_EXPORTER_OTLP_ENDPOINT && `${vars.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`);
-  if (endpoint === undefined || vars.OTEL_SDK_DISABLED) return undefined;
+    vars.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? `${vars.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`;
   if (!atLeast(nodeVersion, TRACING_MIN_NODE)) {
     const variable = vars.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
       ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
@@ -455,6 +460,7 @@ export function tracing(
       vars.OTEL_EXPORTER_OTLP_PROTOCOL ??
       'http/protobuf',
     serviceName: vars.OTEL_SERVICE_NAME ?? (resourceName || defaultServiceName),
+    sampler: { name: vars.OTEL_TRACES_SAMPLER, ratio: vars.OTEL_TRACES_SAMPLER_ARG },
   };
 }
 

@@ -92,6 +92,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
   const limiter = options.rateLimiter ?? unlimited;
   const maxSlotWaitMs = options.maxSlotWaitMs ?? 2_000;
   const fetchImpl = options.fetch ?? fetch;
+  const apiHost = options.baseUrl === undefined ? undefined : new URL(options.baseUrl).hostname;
 
   async function waitForSlot(method: string, url: string, signal: AbortSignal | undefined) {
     for (;;) {
@@ -101,7 +102,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         throw new ApiRateLimitedError({ method, url, retryAfterMs: waitMs, source: 'limiter' });
       }
       options.observer?.waitedForSlot(waitMs);
-      activeSpan().addEvent('rate limit wait', { 'feedback.api.wait_ms': waitMs });
+      activeSpan().addEvent('waited for a rate limit slot', { 'feedback.wait_ms': waitMs });
       await sleep(waitMs, undefined, signal ? { signal } : {});
     }
   }
@@ -128,7 +129,7 @@ export function createApiClient(options: ApiClientOptions): ApiClient {
         attributes: {
           'http.request.method': method,
           'url.template': route.template,
-          'server.address': new URL(url).hostname,
+          'server.address': apiHost,
         },
       },
       (span) => send(method, url, path, body, { logger, signal, span }),

@@ -61,15 +61,19 @@ export function createWebhookRouter(
   const now = deps.now ?? Date.now;
   const keptHeaders = [...KEPT_HEADERS, ...scheme.headers];
   const router = express.Router();
+  // Decided when the router is made (tracing starts before): without it, no span is asked for.
+  const tracing = tracingOn();
 
   /** Counts an outcome, and puts it on the request's span (when tracing is on). */
   const counted = (outcome: string, reason = '') => {
     metrics?.deliveries.inc({ outcome, reason });
     stats?.count(outcome, reason);
-    activeSpan().setAttributes({
-      'feedback.delivery.outcome': outcome,
-      'feedback.delivery.reason': reason || undefined,
-    });
+    if (tracing) {
+      activeSpan().setAttributes({
+        'feedback.delivery.outcome': outcome,
+        'feedback.delivery.reason': reason || undefined,
+      });
+    }
   };
   const refuse = (res: Response, code: ErrorCode, reason: string, detail: string, extra = {}) => {
     markLogged(res);
@@ -144,7 +148,9 @@ export function createWebhookRouter(
     metrics?.secretMatches.inc({ index: String(check.secretIndex) });
     stats?.secretMatched(check.secretIndex);
     const span = activeSpan();
-    span.addEvent('signature verified', { 'feedback.secret_index': check.secretIndex });
+    if (tracing) {
+      span.addEvent('signature verified', { 'feedback.secret_index': check.secretIndex });
+    }
     const deliveryId = scheme.deliveryId(header);
     const outcome = interpretPayload(body, {
       deliveryId,
@@ -152,7 +158,7 @@ export function createWebhookRouter(
       receipt: { scheme: scheme.name, secretIndex: check.secretIndex },
     });
     const signed = { secretIndex: check.secretIndex };
-    span.addEvent('payload read', { 'feedback.payload': outcome.kind });
+    if (tracing) span.addEvent('payload read', { 'feedback.payload': outcome.kind });
     try {
       switch (outcome.kind) {
         case 'ignored':
@@ -183,10 +189,12 @@ export function createWebhookRouter(
             { ...issues, outcome: 'quarantined', quarantineId: id },
             'delivery quarantined',
           );
-          span.setAttributes({
-            'feedback.quarantine.id': id,
-            'feedback.delivery.reason': outcome.reason,
-          });
+          if (tracing) {
+            span.setAttributes({
+              'feedback.quarantine.id': id,
+              'feedback.delivery.reason': outcome.reason,
+            });
+          }
           counted('quarantined');
           return answer(res, 202, { status: 'quarantined', id });
         }
@@ -196,7 +204,8 @@ export function createWebhookRouter(
           const stopTimer = metrics?.enqueueDuration.startTimer();
           const { status, jobId } = await deliveries.enqueue(outcome.delivery);
           stopTimer?.();
-          span.setAttributes({ 'feedback.delivery.key': key, 'feedback.job.id': jobId });
+          if (tracing)
+            span.setAttributes({ 'feedback.delivery.key': key, 'feedback.job.id': jobId });
           logger.info({ ...signed, outcome: status, key, jobId }, `delivery ${status}`);
           counted(status);
           return answer(res, status === 'queued' ? 202 : 200, { status, id: key });
@@ -232,7 +241,7 @@ export function createWebhookRouter(
     }
   };
 
-  router.post(path, tracingOn() ? traced(path, receive) : receive);
+  router.post(path, tracing ? traced(path, receive) : receive);
   router.all(path, (_req, res) => {
     res.setHeader('Allow', 'POST');
     sendProblem(res, 'METHOD_NOT_ALLOWED', `Deliveries are POSTed to ${path}.`);

@@ -4,6 +4,7 @@
  * function here costs one check and loads nothing, so a receiver without tracing runs as before.
  * Only otel.ts imports OpenTelemetry (the lint enforces it).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Telemetry } from 'bullmq';
 import type { TracingConfig } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -38,6 +39,8 @@ export interface Tracer {
   active(): TraceSpan | undefined;
   /** The active span's ids, for a log line. */
   ids(): { readonly trace_id: string; readonly span_id: string } | undefined;
+  /** Runs `fn` outside any trace: work of the process, not of the request that set it off. */
+  detached<T>(fn: () => T): T;
   /** BullMQ's telemetry option: spans for adding and processing jobs, and the trace through them. */
   readonly bullmq: Telemetry;
   /** Sends the spans still buffered, and stops. */
@@ -51,6 +54,9 @@ const NO_SPAN: TraceSpan = {
 };
 
 let tracer: Tracer | undefined;
+
+/** How long the last spans may take to leave at shutdown: a collector away does not hold it. */
+const SHUTDOWN_WAIT_MS = 2_000;
 
 /**
  * Loads OpenTelemetry's SDK and starts sending spans, when `config` says so; call it before the
@@ -67,16 +73,28 @@ export async function startTracing(
   const started = createOtelTracer(config);
   tracer = started;
   logger.info(
-    { endpoint: config.endpoint, protocol: config.protocol, serviceName: config.serviceName },
+    {
+      endpoint: withoutCredentials(config.endpoint),
+      protocol: config.protocol,
+      serviceName: config.serviceName,
+    },
     'tracing on: sending spans over OTLP',
   );
   return async () => {
     if (tracer === started) tracer = undefined;
-    await started
-      .shutdown()
-      .catch((error: Error) =>
-        logger.warn({ error: error.message }, 'could not send the last spans'),
+    const sent = await Promise.race([
+      started.shutdown().then(
+        () => true,
+        (error: Error) => error.message,
+      ),
+      sleep(SHUTDOWN_WAIT_MS, false, { ref: false }),
+    ]);
+    if (sent !== true) {
+      logger.warn(
+        { error: sent === false ? `no answer within ${SHUTDOWN_WAIT_MS} ms` : sent },
+        'could not send the last spans',
       );
+    }
   };
 }
 
@@ -104,7 +122,20 @@ export function withTelemetry<T extends object>(options: T): T & { telemetry?: T
   return tracer ? { ...options, telemetry: tracer.bullmq } : options;
 }
 
+/** Runs `fn` outside any trace: its log lines carry no trace id of the request that started it. */
+export function detached<T>(fn: () => T): T {
+  return tracer ? tracer.detached(fn) : fn();
+}
+
 /** `trace_id` and `span_id` for a log line written inside a span (pino's mixin). */
 export function traceIdsForLog(): object {
   return tracer?.ids() ?? {};
+}
+
+/** An endpoint as it may be logged: a password in its URL stays out. */
+function withoutCredentials(endpoint: string): string {
+  const url = new URL(endpoint);
+  url.username = '';
+  url.password = '';
+  return url.href;
 }

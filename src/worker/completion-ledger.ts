@@ -8,7 +8,7 @@
  * refused, the job counts as stalled, and it would run a second time. So each success is held in
  * memory until BullMQ confirms the completion; whatever is still held when Redis comes back, or
  * has waited for its confirmation half a lock (a completion refused while the connection stayed
- * up), is written as a marker with the deduplication TTL, and a run that was started before without an
+ * up), is written as a marker that lasts as long as the delivery is remembered, and a run that was started before without an
  * outcome checks the marker (and the memory) first. Normal runs pay nothing: no command, no
  * round trip.
  *
@@ -27,6 +27,7 @@ import type { Logger } from '../logger.js';
 import { closeConnection, duplicateConnection, type RedisConnection } from '../queue/redis.js';
 import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
 import { succeededMarkerKey } from '../runs/handler-runs-queue.js';
+import { detached } from '../tracing/tracer.js';
 
 /**
  * Runs are known by their success key (runSuccessKey: the handler and the delivery's key), so a
@@ -34,14 +35,23 @@ import { succeededMarkerKey } from '../runs/handler-runs-queue.js';
  * matched to its job id too, so that another job of the same key confirms nothing it did not do.
  */
 export interface CompletionLedger {
-  /** The handler of this run returned. */
-  succeeded(successKey: string, jobId: string): void;
+  /**
+   * The handler of this run returned. Its marker, if one is written, lasts as long as the
+   * delivery is remembered: DEDUPE_TTL_SECONDS from `receivedAt` (ms), as its deduplication does.
+   */
+  succeeded(successKey: string, jobId: string, receivedAt: number): void;
   /** BullMQ recorded the run's job as completed. */
   confirmed(successKey: string, jobId: string): void;
   /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
   holds(successKey: string): boolean;
   /** Whether this run's handler is known to have succeeded already: held, or marked in Redis. */
   has(successKey: string): Promise<boolean>;
+  /**
+   * With ACK_REPLICAS every success gets a marker, and a run that looks new must ask for it too:
+   * a delivery a failover lost before it was acknowledged comes back as a new job, maybe after
+   * this process let the success go (its marker replicated), or to another worker.
+   */
+  readonly marksEverySuccess: boolean;
   /**
    * Stops listening to the connection and writes the markers of every success still held,
    * waiting for Redis up to `CLOSE_WAIT_MS`: a shutdown does not hang on a Redis that is away.
@@ -99,30 +109,43 @@ export function createCompletionLedger({
     key: succeededMarkerKey(prefix, ''),
     ...(acks ? { acks } : {}),
   });
-  /** Successes whose completion BullMQ has not confirmed: their job, and since when. */
-  const unconfirmed = new Map<string, { readonly jobId: string; readonly since: number }>();
-  /** Successes whose marker Redis (and with ACK_REPLICAS, its replicas) may not hold yet. */
-  const unrecorded = new Set<string>();
+  /** Successes whose completion BullMQ has not confirmed: their job, since when, and expiry. */
+  const unconfirmed = new Map<
+    string,
+    { readonly jobId: string; readonly since: number; readonly expiresAt: number }
+  >();
+  /**
+   * Successes whose marker Redis (and with ACK_REPLICAS, its replicas) may not hold yet, with
+   * when the marker expires (ms since the epoch).
+   */
+  const unrecorded = new Map<string, number>();
   const markerKey = (successKey: string) => succeededMarkerKey(prefix, successKey);
   let closed = false;
   let failing = false;
 
   /** Writes the markers held so far in one pipeline; once they are safe, forgets them. */
   const writeMarkers = async () => {
-    const successKeys = [...unrecorded];
-    if (successKeys.length === 0) return;
+    // A delivery no longer remembered needs no marker: it would be a new delivery now.
+    const now = Date.now();
+    for (const [key, expiresAt] of unrecorded) if (expiresAt <= now) unrecorded.delete(key);
+    const held = [...unrecorded];
+    if (held.length === 0) return;
     await writes.store(async () => {
       const pipeline = markers.pipeline();
-      for (const key of successKeys) pipeline.set(markerKey(key), '1', 'EX', ttlSeconds);
+      for (const [key, expiresAt] of held) pipeline.set(markerKey(key), '1', 'PXAT', expiresAt);
       const failed = (await pipeline.exec())?.find(([error]) => error);
       if (failed) throw failed[0];
     });
-    for (const key of successKeys) unrecorded.delete(key);
+    for (const [key, expiresAt] of held) {
+      if (unrecorded.get(key) === expiresAt) unrecorded.delete(key);
+    }
   };
 
   let batch: Promise<void> | undefined;
-  const writeBatch = (delayMs = batchMs) => {
-    batch ??= sleep(delayMs, undefined, { ref: false }).then(async () => {
+  // Outside the trace of the run whose success started the batch: its lines are the ledger's.
+  const writeBatch = (delayMs = batchMs) => (batch ??= detached(() => nextBatch(delayMs)));
+  const nextBatch = (delayMs: number) =>
+    sleep(delayMs, undefined, { ref: false }).then(async () => {
       batch = undefined;
       // Not connected, yet or again: the `ready` event writes them once it is.
       if (markers.status !== 'ready') return;
@@ -142,11 +165,9 @@ export function createCompletionLedger({
         if (!closed) void writeBatch(RETRY_MS);
       }
     });
-    return batch;
-  };
 
-  const hold = (successKey: string) => {
-    unrecorded.add(successKey);
+  const hold = (successKey: string, expiresAt: number) => {
+    unrecorded.set(successKey, expiresAt);
     void writeBatch();
   };
 
@@ -159,7 +180,7 @@ export function createCompletionLedger({
         'recording handler runs that completed while Redis was away',
       );
     }
-    for (const key of unconfirmed.keys()) unrecorded.add(key);
+    for (const [key, { expiresAt }] of unconfirmed) unrecorded.set(key, expiresAt);
     unconfirmed.clear();
     if (unrecorded.size > 0) void writeBatch();
   };
@@ -170,10 +191,10 @@ export function createCompletionLedger({
   const sweep = setInterval(() => {
     const before = Date.now() - confirmWithinMs;
     let late = 0;
-    for (const [key, { since }] of unconfirmed) {
+    for (const [key, { since, expiresAt }] of unconfirmed) {
       if (since > before) continue;
       unconfirmed.delete(key);
-      unrecorded.add(key);
+      unrecorded.set(key, expiresAt);
       late += 1;
     }
     if (late > 0) void writeBatch();
@@ -184,14 +205,18 @@ export function createCompletionLedger({
   const holds = (successKey: string) => unconfirmed.has(successKey) || unrecorded.has(successKey);
 
   return {
-    succeeded: (successKey, jobId) =>
-      void unconfirmed.set(successKey, { jobId, since: Date.now() }),
+    succeeded(successKey, jobId, receivedAt) {
+      const expiresAt = receivedAt + ttlSeconds * 1000;
+      unconfirmed.set(successKey, { jobId, since: Date.now(), expiresAt });
+    },
     confirmed(successKey, jobId) {
-      if (unconfirmed.get(successKey)?.jobId !== jobId) return;
+      const success = unconfirmed.get(successKey);
+      if (success?.jobId !== jobId) return;
       unconfirmed.delete(successKey);
       // BullMQ's completion is on the primary; a marker's WAIT tells when replicas have it.
-      if (replicated) hold(successKey);
+      if (replicated) hold(successKey, success.expiresAt);
     },
+    marksEverySuccess: replicated,
     holds,
     has: async (successKey) =>
       holds(successKey) || (await connection.exists(markerKey(successKey))) > 0,
@@ -201,7 +226,7 @@ export function createCompletionLedger({
       // A completion BullMQ has not confirmed by now (Redis away, or a handler abandoned at
       // shutdown) may never be: its marker says so to the worker that takes the job next.
       clearInterval(sweep);
-      for (const key of unconfirmed.keys()) unrecorded.add(key);
+      for (const [key, { expiresAt }] of unconfirmed) unrecorded.set(key, expiresAt);
       unconfirmed.clear();
       if (unrecorded.size > 0) {
         const written = await Promise.race([
@@ -213,7 +238,7 @@ export function createCompletionLedger({
         ]);
         if (!written) {
           logger.error(
-            { runs: [...unrecorded] },
+            { runs: [...unrecorded.keys()] },
             'could not record completed handler runs before exit: Redis is away; they may run again',
           );
         }

@@ -132,7 +132,8 @@ export function createRuns(options: RunsOptions): Runs {
     // looks new may still be one whose completion a failover lost (see completion-ledger.ts).
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
     const successKey = runSuccessKey(handler.name, delivery.key);
-    if (startedBefore ? await completions.has(successKey) : completions.holds(successKey)) {
+    const askRedis = startedBefore || completions.marksEverySuccess;
+    if (askRedis ? await completions.has(successKey) : completions.holds(successKey)) {
       logger.info(
         { deliveryKey: delivery.key, handler: handler.name, outcome: 'completed' },
         'handler run had completed before; not run again',
@@ -192,7 +193,7 @@ export function createRuns(options: RunsOptions): Runs {
     }
     switch (decision.kind) {
       case 'completed':
-        completions.succeeded(successKey, job.id!);
+        completions.succeeded(successKey, job.id!, Date.parse(delivery.receivedAt));
         return decision.result;
       case 'retry':
         retryDelays.set(job.id!, decision.delayMs);
@@ -238,7 +239,7 @@ export function createRuns(options: RunsOptions): Runs {
   /** A rolling deploy: another worker has this handler. The run waits for it, no attempt spent. */
   const waitForHandler = async (job: Job<HandlerRunData>, token?: string): Promise<never> => {
     if (Date.now() - job.timestamp > MISSING_HANDLER_GIVE_UP_MS) {
-      throw new UnrecoverableError(`no worker has had a handler named "${job.name}" for a day`);
+      throw toDeadLetter(`no worker has had a handler named "${job.name}" for a day`);
     }
     if (!missing.has(job.name)) {
       missing.add(job.name);
@@ -290,10 +291,16 @@ function wants(handler: Handler, delivery: Delivery): boolean {
   }
 }
 
-/** What came of an attempt, on its span: the outcome, the error, the dead letter. */
+/**
+ * What came of an attempt, on its span: the outcome, the error, a rate limit's wait (the run is
+ * delayed until it ends, no attempt spent), the dead letter.
+ */
 function traceDecision(span: TraceSpan, result: AttemptResult, decision: RunDecision): void {
   span.setAttributes({ 'feedback.run.outcome': OUTCOME_LABEL[decision.kind] });
   if (!result.ok) span.fail(result.error);
+  if (decision.kind === 'wait') {
+    span.addEvent('rate limit wait', { 'feedback.wait_ms': decision.delayMs });
+  }
   if (decision.kind === 'fail') {
     span.addEvent('moved to the dead letter', { 'feedback.run.reason': decision.reason });
   }
@@ -339,6 +346,12 @@ function notADelivery(
 ): UnrecoverableError {
   const reason = `not a delivery: ${describeIssuesInline(issues)}`;
   logger.error({ queue: job.queueName, jobId: job.id, issues }, 'job failed: not a delivery');
+  return toDeadLetter(reason);
+}
+
+/** The error that fails a job for good, said on its span too. */
+function toDeadLetter(reason: string): UnrecoverableError {
+  activeSpan().addEvent('moved to the dead letter', { 'feedback.run.reason': reason });
   return new UnrecoverableError(reason);
 }
 

@@ -148,6 +148,8 @@ describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
         TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
         FEEDBACK_API_URL: api.url,
         FEEDBACK_API_TOKEN: SANDBOX_TOKEN,
+        // One PATCH a minute: a second delivery waits for the limit (an event on its attempt).
+        FEEDBACK_API_RATE_LIMIT: '1',
       }),
     );
 
@@ -257,8 +259,25 @@ describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
     for (const secret of [SECRET, SANDBOX_TOKEN, ADMIN_TOKEN, 'Bearer', 'sha256=']) {
       expect(sent, 'a secret in a span').not.toContain(secret);
     }
+    // Nor the record: a job's result (auto-triage's is the record as the API answered) stays out.
+    expect(sent, "the record's title in a span").not.toContain(record.title);
     expect(new Set(otlp.contentTypes)).toEqual(new Set(['application/x-protobuf']));
     expect(readFileSync(modulesLog, 'utf8')).toContain('@opentelemetry/sdk-node');
+
+    // A second delivery within the minute: its attempt waits for the rate limit, no attempt spent.
+    const second = await createRecord(api.url, 'prj_app', { title: 'It crashed again' });
+    expect((await post(receiver, second)).status).toBe(202);
+    const waited = (span: ReceivedSpan) =>
+      span.name === 'handler auto-triage' &&
+      span.events.some((event) => event.name === 'rate limit wait');
+    const attempts = await otlp.waitFor((spans) => spans.some(waited));
+    const delayed = one(attempts, waited, 'the attempt that waited');
+    expect(delayed.attributes['feedback.run.outcome']).toBe('delayed');
+    expect(
+      delayed.events.find((event) => event.name === 'rate limit wait')?.attributes[
+        'feedback.wait_ms'
+      ],
+    ).toBeGreaterThan(1_000);
   });
 
   it('shows each attempt of a run that fails twice, in the same trace (JSON)', async () => {
@@ -274,7 +293,13 @@ describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
       }),
     );
 
-    const answer = await post(receiver, { id: 'fb_fails_twice', title: 'Three tries' });
+    // A sender that says "not sampled" decides nothing here: the trace is recorded all the same.
+    const unsampled = traceparent();
+    const answer = await post(
+      receiver,
+      { id: 'fb_fails_twice', title: 'Three tries' },
+      { traceparent: unsampled.header.replace(/-01$/, '-00') },
+    );
     expect(answer.status).toBe(202);
     const attempts = (spans: readonly ReceivedSpan[]) =>
       spans.filter((span) => span.name === 'handler fails-twice');
@@ -284,7 +309,7 @@ describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
     );
 
     const server = one(all, (span) => span.kind === SPAN_KIND.server, 'the HTTP server span');
-    expect(server.parentSpanId, 'no traceparent sent: a new trace').toBe('');
+    expect(server).toMatchObject({ traceId: unsampled.traceId, parentSpanId: unsampled.spanId });
     const seen = attempts(all).sort(
       (a, b) =>
         Number(a.attributes['feedback.run.attempt']) - Number(b.attributes['feedback.run.attempt']),
@@ -324,21 +349,29 @@ describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
       'feedback.quarantine.id': expect.any(String),
       'http.response.status_code': 202,
     });
+    // What the handler returned (the record's title) is kept with its job, never exported.
+    expect(Buffer.concat(otlp.bodies).toString('utf8')).not.toContain('Three tries');
     expect(new Set(otlp.contentTypes)).toEqual(new Set(['application/json']));
   });
 
-  it('sends nothing and loads no OpenTelemetry module without an endpoint', async () => {
+  it('sends nothing and loads no OpenTelemetry module without an endpoint, or when disabled', async () => {
     const otlp = await collector();
     const dir = await mkdtemp(join(tmpdir(), 'tracing-off-'));
     const modulesLog = join(dir, 'modules.log');
     const shared = sharedEnv();
     // Everything but the endpoint: the service name alone turns nothing on.
     const receiver = await serve({ ...shared, OTEL_SERVICE_NAME: 'not-traced' }, modulesLog);
+    // The worker knows the collector, and is told OTEL_SDK_DISABLED: off all the same.
     const workerModulesLog = join(dir, 'worker-modules.log');
     const worker = await workerStarted(
       start(
         'work',
-        { ...shared, HANDLERS: join(ROOT, 'test/fixtures/handlers/fails-twice.mjs') },
+        {
+          ...shared,
+          ...tracingEnv(otlp.url, 'http/json'),
+          OTEL_SDK_DISABLED: 'true',
+          HANDLERS: join(ROOT, 'test/fixtures/handlers/fails-twice.mjs'),
+        },
         tracingNode,
         workerModulesLog,
       ),

@@ -61,13 +61,15 @@ export interface TestWorkerEnv {
 export interface TestWorkerEnvOptions {
   /** DEDUPE_TTL_SECONDS of the producer and of every worker. Default: 3600. */
   readonly dedupeTtlSeconds?: number;
+  /** Another Redis than the test run's (one with a replica, say). */
+  readonly redisUrl?: string;
 }
 
 export async function createTestWorkerEnv({
   dedupeTtlSeconds = 3600,
+  redisUrl = inject('redisUrl'),
 }: TestWorkerEnvOptions = {}): Promise<TestWorkerEnv> {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
-  const redisUrl = inject('redisUrl');
   const logs: Record<string, unknown>[] = [];
   const logger = createLogger({
     level: 'debug',

@@ -73,7 +73,7 @@ it('holds a success until the replica has its marker, then lets it go', async ()
     logs.filter((line) => line.msg.startsWith('could not record completed handler runs')).length;
   const before = failures();
   redis.replica.pause();
-  ledger.succeeded('run-1', 'job-1');
+  ledger.succeeded('run-1', 'job-1', Date.now());
   ledger.confirmed('run-1', 'job-1');
 
   // The primary has the marker, the stopped replica cannot confirm it: still held.
@@ -95,7 +95,7 @@ it('holds a success until the replica has its marker, then lets it go', async ()
 it('holds a queued run until BullMQ confirms it, then until the replica has its marker', async () => {
   const { ledger, marker } = openLedger(1);
   redis.replica.pause();
-  ledger.succeeded('run-2', 'job-2');
+  ledger.succeeded('run-2', 'job-2', Date.now());
   expect(ledger.holds('run-2')).toBe(true);
   ledger.confirmed('run-2', 'job-2');
   await vi.waitFor(async () => expect(await connection.exists(marker('run-2'))).toBe(1), {
@@ -110,7 +110,7 @@ it('holds a queued run until BullMQ confirms it, then until the replica has its 
 
 it('without replicas to wait for, lets a success go once BullMQ confirms it, with no marker', async () => {
   const { ledger, marker } = openLedger(0);
-  ledger.succeeded('run-4', 'job-4');
+  ledger.succeeded('run-4', 'job-4', Date.now());
   expect(ledger.holds('run-4')).toBe(true);
   ledger.confirmed('run-4', 'job-4');
   expect(ledger.holds('run-4')).toBe(false);
@@ -121,7 +121,7 @@ it("lets a success go on its own job's confirmation only, not another's of the s
   // A delivery sent again as a new job (after a failover lost it): its run has the same success
   // key and is recognised as done; its job's completion says nothing of the first job's.
   const { ledger } = openLedger(0);
-  ledger.succeeded('run-8', 'job-8');
+  ledger.succeeded('run-8', 'job-8', Date.now());
   ledger.confirmed('run-8', 'job-8-sent-again');
   expect(ledger.holds('run-8'), 'still held').toBe(true);
   ledger.confirmed('run-8', 'job-8');
@@ -130,16 +130,27 @@ it("lets a success go on its own job's confirmation only, not another's of the s
 
 it('writes a marker for a success BullMQ does not confirm in time, the connection up', async () => {
   const { ledger, marker } = openLedger(0, connection, 100);
-  ledger.succeeded('run-7', 'job-7');
+  ledger.succeeded('run-7', 'job-7', Date.now());
   await vi.waitFor(async () => expect(await connection.exists(marker('run-7'))).toBe(1), {
     timeout: 5_000,
   });
   expect(ledger.holds('run-7'), 'let go once written').toBe(false);
 });
 
+it('writes a marker that lasts as long as the delivery is remembered, and none once it is not', async () => {
+  const { ledger, marker } = openLedger(0); // DEDUPE_TTL_SECONDS 60
+  ledger.succeeded('run-9', 'job-9', Date.now() - 30_000);
+  ledger.succeeded('run-10', 'job-10', Date.now() - 61_000);
+  await ledger.close();
+  const ttl = await connection.pttl(marker('run-9'));
+  expect(ttl, "what is left of the delivery's 60 s").toBeGreaterThan(25_000);
+  expect(ttl).toBeLessThanOrEqual(30_000);
+  expect(await connection.exists(marker('run-10')), 'a delivery no longer remembered').toBe(0);
+});
+
 it('writes a marker at close for a success BullMQ has not confirmed', async () => {
   const { ledger, marker } = openLedger(0);
-  ledger.succeeded('run-5', 'job-5');
+  ledger.succeeded('run-5', 'job-5', Date.now());
   await ledger.close();
   expect(await connection.exists(marker('run-5'))).toBe(1);
 });
@@ -148,7 +159,7 @@ it('logs the runs at error when Redis is away at close, and closes all the same'
   const away = createWorkerConnection(redis.url, createLogger({ level: 'silent' }));
   await waitForRedis(away, redis.url);
   const { ledger } = openLedger(0, away);
-  ledger.succeeded('run-6', 'job-6');
+  ledger.succeeded('run-6', 'job-6', Date.now());
   redis.primary.pause();
   try {
     // The worker's connection waits for Redis; closing does not.

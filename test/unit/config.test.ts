@@ -259,13 +259,13 @@ describe('tracing (OpenTelemetry variables)', () => {
   });
 
   it('needs Node 22.15 or later, and says so in one sentence', () => {
-    const vars = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: false };
+    const vars = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
     expect(() => tracing(vars, 'feedback-receiver', '20.19.0')).toThrow(
       /OTEL_EXPORTER_OTLP_ENDPOINT: tracing needs Node 22\.15\.0 or later \(this is Node 20\.19\.0\)/,
     );
     expect(() => tracing(vars, 'feedback-receiver', '22.14.9')).toThrow(ConfigError);
     expect(tracing(vars, 'feedback-receiver', '22.15.0')).toBeDefined();
-    expect(tracing({ OTEL_SDK_DISABLED: false }, 'feedback-receiver', '20.19.0')).toBeUndefined();
+    expect(tracing({}, 'feedback-receiver', '20.19.0')).toBeUndefined();
   });
 
   it('names each wrong variable', () => {
@@ -277,7 +277,6 @@ describe('tracing (OpenTelemetry variables)', () => {
       OTEL_TRACES_SAMPLER: 'sometimes',
       OTEL_TRACES_SAMPLER_ARG: '1.5',
       OTEL_BSP_MAX_QUEUE_SIZE: 'lots',
-      TRACE_URL_TEMPLATE: 'http://jaeger/trace/',
     });
     for (const variable of [
       'OTEL_EXPORTER_OTLP_ENDPOINT',
@@ -286,13 +285,29 @@ describe('tracing (OpenTelemetry variables)', () => {
       'OTEL_TRACES_SAMPLER',
       'OTEL_TRACES_SAMPLER_ARG',
       'OTEL_BSP_MAX_QUEUE_SIZE',
-      'TRACE_URL_TEMPLATE',
     ]) {
       expect(wrong).toContain(`${variable}:`);
     }
-    // A header's value may be an API key: the message never repeats it.
-    expect(configError({ ...minimal, OTEL_EXPORTER_OTLP_HEADERS: 'api-key' })).not.toContain(
-      'api-key',
+    expect(configError({ ...minimal, TRACE_URL_TEMPLATE: 'http://jaeger/trace/' })).toContain(
+      'TRACE_URL_TEMPLATE: expected an http(s) URL with {traceId} in it',
     );
+    // A header's value may be an API key: the message never repeats it.
+    expect(
+      configError({
+        ...minimal,
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_HEADERS: 'api-key',
+      }),
+    ).not.toContain('api-key');
+  });
+
+  it('checks nothing of OpenTelemetry while tracing is off: a platform may set some for all', () => {
+    expect(
+      loadWorkerConfig({
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_TRACES_SAMPLER: 'xray',
+        OTEL_SERVICE_NAME: 'whatever',
+      }).tracing,
+    ).toBeUndefined();
   });
 });
