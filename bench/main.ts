@@ -22,6 +22,7 @@ import { HEADLINE_CONCURRENCY, renderReport, renderTriageReport } from './report
 import { benchTracing } from './tracing-bench.js';
 import { benchTriage, REAL_MINUTE_MS } from './triage-bench.js';
 import { benchWorker } from './worker-bench.js';
+import { benchWorkerPaired } from './worker-paired.js';
 
 const { values } = parseArgs({
   options: {
@@ -98,6 +99,14 @@ async function benchAll(): Promise<void> {
     jobs: quick ? 500 : 10_000,
   });
   pinning.pin(process.pid, 'rest');
+  const workerPaired = await benchWorkerPaired({
+    redis,
+    redisUrl: redisServer.url,
+    pinning,
+    concurrency: HEADLINE_CONCURRENCY,
+    rounds: quick ? 1 : 5,
+    jobs: quick ? 5_000 : 20_000,
+  });
   const latency = await benchLatency({
     redis,
     redisUrl: redisServer.url,
@@ -129,6 +138,7 @@ async function benchAll(): Promise<void> {
       pinning: pinning.description,
       receiver,
       worker,
+      workerPaired,
       latency,
       replicaAcks,
       triage,

@@ -10,6 +10,7 @@ import { median, ratio, spreadPercent } from './stats.js';
 import type { TracingBenchResult, TracingSide } from './tracing-bench.js';
 import type { TriageBenchResult } from './triage-bench.js';
 import type { WorkerBenchResult } from './worker-bench.js';
+import type { PairedWorkerRound } from './worker-paired.js';
 import { here } from './processes.js';
 
 export interface ReportInput {
@@ -23,6 +24,7 @@ export interface ReportInput {
   readonly pinning: string;
   readonly receiver: ReceiverBenchResult;
   readonly worker: WorkerBenchResult;
+  readonly workerPaired: readonly PairedWorkerRound[];
   readonly latency: readonly LatencyRow[];
   readonly replicaAcks: readonly ReplicaAckRow[];
   readonly triage: TriageBenchResult;
@@ -40,7 +42,12 @@ const TARGET_WORKER_RATIO = 0.33;
 export const HEADLINE_CONCURRENCY = 50;
 
 export function renderReport(input: ReportInput): { summary: string; markdown: string } {
-  const summary = [headline(input), receiverTable(input.receiver), workerTable(input.worker)]
+  const summary = [
+    headline(input),
+    receiverTable(input.receiver),
+    workerTable(input.worker),
+    workerPairedTable(input.workerPaired),
+  ]
     .concat(
       latencyTable(input.latency),
       replicaAckTable(input.replicaAcks),
@@ -65,13 +72,14 @@ export function renderReport(input: ReportInput): { summary: string; markdown: s
   return { summary, markdown };
 }
 
-function headline({ receiver, worker, triage }: ReportInput): string {
+function headline({ receiver, worker, workerPaired, triage }: ReportInput): string {
   const at = receiver.rounds.get(HEADLINE_CONCURRENCY);
   const rps = (target: Target) => median(at?.get(target)?.map((r) => r.requestsPerSecond) ?? []);
   const p99 = (target: Target) => median(at?.get(target)?.map((r) => r.p99Ms) ?? []);
   const cpu = (target: Target) =>
     median(at?.get(target)?.map((r) => r.serverCpuMicrosPerRequest) ?? []);
   const w = worker.get(HEADLINE_CONCURRENCY);
+  const pairedRatios = workerPaired.map((round) => round.ratio);
   const workerRatio = ratio(
     median(w?.get('worker path') ?? []),
     median(w?.get('bare BullMQ') ?? []),
@@ -115,6 +123,13 @@ function headline({ receiver, worker, triage }: ReportInput): string {
     [
       'worker: worker path, deliveries/s (each routed and run) / bare BullMQ, jobs/s',
       fixed(workerRatio),
+      `>= ${TARGET_WORKER_RATIO}`,
+    ],
+    [
+      'worker: the same, paired (both processes at once, one core)',
+      pairedRatios.length === 0
+        ? '—'
+        : `${fixed(median(pairedRatios))} ± ${spreadPercent(pairedRatios).toFixed(0)}%`,
       `>= ${TARGET_WORKER_RATIO}`,
     ],
     triageHeadlineRow(triage),
@@ -214,6 +229,22 @@ function tracingTable(tracing: TracingBenchResult): string {
     ),
     '',
     `Exported meanwhile: ${tracing.exported.requests} OTLP requests, ${(tracing.exported.bytes / 1024 / 1024).toFixed(1)} MiB. With tracing off nothing of OpenTelemetry's SDK is loaded: the receiver's full path above runs without it.`,
+  ].join('\n');
+}
+
+function workerPairedTable(rounds: readonly PairedWorkerRound[]): string {
+  return [
+    `## Worker against bare BullMQ, paired (c=${HEADLINE_CONCURRENCY}, \`work\` and a bare BullMQ worker as processes on one core at once)`,
+    '',
+    table(
+      ['round', 'deliveries per bare job', 'worker CPU µs per delivery', 'bare CPU µs per job'],
+      rounds.map((round, index) => [
+        String(index + 1),
+        fixed(round.ratio),
+        String(Math.round(round.oursCpuMicros)),
+        String(Math.round(round.bareCpuMicros)),
+      ]),
+    ),
   ].join('\n');
 }
 

@@ -68,7 +68,10 @@ export async function benchWorker(options: WorkerBenchOptions): Promise<WorkerBe
 }
 
 /** Queues `jobs` distinct deliveries: through the receiver's own enqueue, or as plain jobs. */
-async function fill(target: WorkerTarget, { redis, jobs }: WorkerBenchOptions): Promise<number> {
+export async function fill(
+  target: WorkerTarget,
+  { redis, jobs, prefix = PREFIX }: { redis: Redis; jobs: number; prefix?: string },
+): Promise<number> {
   const deliveries = Array.from({ length: jobs }, (_, index) => {
     const outcome = interpretPayload(Buffer.from(deliveryBody(`fb_w${index}`)), {
       receivedAt: new Date(),
@@ -79,13 +82,13 @@ async function fill(target: WorkerTarget, { redis, jobs }: WorkerBenchOptions): 
   if (target === 'worker path') {
     const queue = createDeliveryQueue({
       connection: redis,
-      prefix: PREFIX,
+      prefix,
       dedupeTtlSeconds: 3600,
     });
     await Promise.all(deliveries.map((delivery) => queue.enqueue(delivery)));
     await queue.close();
   } else {
-    const queue = new Queue<Delivery>('bare', { connection: redis, prefix: PREFIX });
+    const queue = new Queue<Delivery>('bare', { connection: redis, prefix });
     await queue.addBulk(deliveries.map((data) => ({ name: data.event, data })));
     await queue.close();
   }

@@ -54,7 +54,13 @@ beforeAll(async () => {
       }),
     ],
   });
-  for (const record of records) await env.deliver(record);
+  // Each in a later millisecond than the one before (a job's timestamp is in ms), so that
+  // "newest first" has one answer.
+  for (const record of records) {
+    await env.deliver(record);
+    const queued = Date.now();
+    while (Date.now() === queued) await Promise.resolve();
+  }
   await env.completedRuns(7);
   await env.failedRuns(1);
   app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
