@@ -105,7 +105,7 @@ async function benchAll(): Promise<void> {
     pinning,
     concurrency: HEADLINE_CONCURRENCY,
     rounds: quick ? 1 : 5,
-    jobs: quick ? 5_000 : 20_000,
+    jobs: quick ? 5_000 : 10_000,
   });
   const latency = await benchLatency({
     redis,
