@@ -15,7 +15,6 @@ import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { createLogger } from '../../src/logger.js';
 import { SANDBOX_TOKEN } from '../../src/sandbox/seed.js';
 import { startSandbox, type RunningSandbox } from '../../src/sandbox/server.js';
-import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import { reportedUrl, runCli, workerStarted, type CliProcess } from '../helpers/cli-process.js';
 import { findNode24 } from '../helpers/node-versions.js';
 import {
@@ -26,6 +25,7 @@ import {
   type ReceivedSpan,
 } from '../helpers/otlp-collector.js';
 import { createRecord } from '../helpers/sandbox-client.js';
+import { postDelivery } from '../helpers/signed-request.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RECORD_MODULES = join(ROOT, 'test/fixtures/record-loaded-modules.mjs');
@@ -96,16 +96,7 @@ async function serve(env: Record<string, string>, modulesLog?: string): Promise<
 let receiverOutput: () => string = () => '';
 
 function post(receiver: string, record: object, headers: Record<string, string> = {}) {
-  const body = JSON.stringify(record);
-  return fetch(`${receiver}/webhooks/feedback`, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      'X-Ybug-Signature': signHmacSha256(body, SECRET),
-      ...headers,
-    },
-    body,
-  });
+  return postDelivery(receiver, record, SECRET, headers);
 }
 
 /** A W3C traceparent, as a sender that traces would send it. */

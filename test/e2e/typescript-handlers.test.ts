@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
-import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
+import { postDelivery } from '../helpers/signed-request.js';
 import { runCli, startServe, workerStarted, type CliProcess } from '../helpers/cli-process.js';
 import { findNode24, nodeWithoutTypeStripping } from '../helpers/node-versions.js';
 
@@ -70,15 +70,8 @@ describe('handlers in TypeScript', () => {
       );
       await workerStarted(worker);
 
-      const body = JSON.stringify({ id: 'fb_ts', title: 'App crashes on upload', rating: 1 });
-      const response = await fetch(`${url}/webhooks/feedback`, {
-        method: 'POST',
-        headers: {
-          'Content-Type': 'application/json',
-          'X-Ybug-Signature': signHmacSha256(body, SECRET),
-        },
-        body,
-      });
+      const record = { id: 'fb_ts', title: 'App crashes on upload', rating: 1 };
+      const response = await postDelivery(url, record, SECRET);
       expect(response.status).toBe(202);
       await vi.waitFor(
         () => expect(chat.messages, `the chat message\n${worker.output()}`).toHaveLength(1),

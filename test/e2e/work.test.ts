@@ -8,7 +8,6 @@ import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
 import { HANDLER_RUNS_QUEUE } from '../../src/runs/handler-runs-queue.js';
-import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import {
   reportedUrl,
   runCli,
@@ -17,6 +16,7 @@ import {
   type CliProcess,
 } from '../helpers/cli-process.js';
 import { countCompletedRuns } from '../helpers/completed-runs.js';
+import { postDelivery } from '../helpers/signed-request.js';
 import {
   API_TOKEN,
   startFakeFeedbackApi,
@@ -76,16 +76,8 @@ async function startWork(env: Record<string, string>): Promise<CliProcess> {
   return workerStarted(cli);
 }
 
-async function postSigned(url: string, record: object) {
-  const body = JSON.stringify(record);
-  return fetch(`${url}/webhooks/feedback`, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      'X-Ybug-Signature': signHmacSha256(body, SECRET),
-    },
-    body,
-  });
+function postSigned(url: string, record: object) {
+  return postDelivery(url, record, SECRET);
 }
 
 describe('feedback-receiver work', () => {

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, inject, it, vi } from 'vitest';
-import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
+import { postDelivery } from '../helpers/signed-request.js';
 import { runCli, startServe, workerStarted, type CliProcess } from '../helpers/cli-process.js';
 import { settlesBefore } from '../helpers/hang-guard.js';
 
@@ -43,15 +43,7 @@ it('exits on SIGTERM though a handler ignores its signal, and its run completes 
   const receiver = await startServe({ WEBHOOK_SECRET: SECRET, ...queues });
   processes.push(receiver.cli);
   const worker = await startWork(env);
-  const body = JSON.stringify({ id: 'fb_shutdown' });
-  const response = await fetch(`${receiver.url}/webhooks/feedback`, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json',
-      'X-Ybug-Signature': signHmacSha256(body, SECRET),
-    },
-    body,
-  });
+  const response = await postDelivery(receiver.url, { id: 'fb_shutdown' }, SECRET);
   expect(response.status).toBe(202);
   await vi.waitFor(
     () => expect(existsSync(env.BLOCKS_FIRST_RUN_STARTED), 'the run to start').toBeTruthy(),

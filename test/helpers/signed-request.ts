@@ -25,3 +25,25 @@ export function postSigned(
       .send(raw)
   );
 }
+
+/**
+ * POSTs `record` as a delivery to a running receiver at `baseUrl`, over a real socket, signed
+ * with `secret` as Ybug signs it.
+ */
+export function postDelivery(
+  baseUrl: string,
+  record: object,
+  secret: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  const body = JSON.stringify(record);
+  return fetch(`${baseUrl}/webhooks/feedback`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      'X-Ybug-Signature': signHmacSha256(body, secret),
+      ...headers,
+    },
+    body,
+  });
+}
