@@ -20,7 +20,8 @@ it('answers 503 on /readyz while Redis is away for 30 s, then resumes by itself'
   cluster = await startCluster();
   const receiver = await cluster.serve();
   // Slow handlers keep a backlog, so runs are mid-way when Redis goes and finish while it is away.
-  const worker = await cluster.work({ HANDLER_DELAY_MS: '1000' });
+  // A 10 s lock: a job whose reply the outage dropped moves on within the settle (see scenario 1).
+  const worker = await cluster.work({ HANDLER_DELAY_MS: '1000', WORKER_LOCK_SECONDS: '10' });
   const probesLine = worker
     .output()
     .split('\n')

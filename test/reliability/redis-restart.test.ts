@@ -1,7 +1,7 @@
 /**
  * Scenario 1: Redis (append-only file on) is restarted during a steady stream of deliveries. The
  * receiver answers 503 while it is down and recovers by itself; the senders' retries complete
- * the set.
+ * the set. Jobs whose replies the restart dropped move on once their locks expire.
  */
 import { afterAll, expect, it, vi } from 'vitest';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
@@ -17,7 +17,10 @@ afterAll(() => cluster?.close());
 it('loses nothing and handles nothing twice when Redis restarts mid-stream', async () => {
   cluster = await startCluster();
   const receiver = await cluster.serve();
-  await cluster.work();
+  // A restart can drop the reply to a job's move to active: the job sits active, owned by no
+  // one, until its lock expires and BullMQ's stalled check (every lock's length) moves it on:
+  // up to two locks' lengths. A 10 s lock keeps that within the settle's minute.
+  await cluster.work({ WORKER_LOCK_SECONDS: '10' });
   const sender = createSender({ targets: () => [receiver.url], secret: SECRET });
 
   const streaming = sender.stream(DELIVERIES, { prefix: 'restart', concurrency: 4 });

@@ -37,7 +37,7 @@ export async function settle(
   { timeoutMs = 60_000, effects = cluster.effects }: SettleOptions = {},
 ): Promise<void> {
   // Throws (and so waits on) while Redis is still on its way back, too.
-  await vi.waitFor(
+  const settled = vi.waitFor(
     async () => {
       const counts = await Promise.all(
         [cluster.deliveries, cluster.handlerRuns].map((queue) => queue.getJobCounts(...UNFINISHED)),
@@ -51,6 +51,30 @@ export async function settle(
     },
     { timeout: timeoutMs, interval: 100 },
   );
+  await settled.catch(async (error: Error) => {
+    throw new Error(`${error.message}\nunfinished jobs: ${await describeUnfinished(cluster)}`, {
+      cause: error,
+    });
+  });
+}
+
+/** What a failed settle leaves behind, so a red run says which jobs and how long they sat. */
+async function describeUnfinished(cluster: Cluster): Promise<string> {
+  const now = Date.now();
+  const jobs = await Promise.all(
+    [cluster.deliveries, cluster.handlerRuns].map((queue) => queue.getJobs([...UNFINISHED], 0, 9)),
+  ).catch((error: Error) => error);
+  if (jobs instanceof Error) return `(could not read them: ${jobs.message})`;
+  const described = jobs.flat().map((job) => ({
+    queue: job.queueName,
+    id: job.id,
+    name: job.name,
+    attemptsStarted: job.attemptsStarted,
+    attemptsMade: job.attemptsMade,
+    sinceProcessedMs: job.processedOn ? now - job.processedOn : null,
+    stalledCounter: job.stalledCounter,
+  }));
+  return JSON.stringify(described);
 }
 
 export async function tally(
