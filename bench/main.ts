@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: the receiver and the worker against baselines measured in the same run, the
- * triage path under the API's rate limit, what tracing costs, and memory. Prints a markdown report and writes it to
+ * triage path under the API's rate limit, what tracing costs, intake beside a busy console, and
+ * memory. Prints a markdown report and writes it to
  * docs/benchmarks.md. Reports; never fails on a figure.
  *
  * Options: --quick (one short round each, for a smoke run; the triage run scaled down to a
- * second), --out <file> (default docs/benchmarks.md), --only triage (that section alone; written
- * only to an --out given, never over docs/benchmarks.md).
+ * second), --out <file> (default docs/benchmarks.md), --only triage|console (that section alone;
+ * written only to an --out given, never over docs/benchmarks.md).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -14,11 +15,17 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { format, resolveConfig } from 'prettier';
 import { startEmbeddedRedis } from '../src/cli/embedded-redis.js';
+import { benchConsole } from './console-bench.js';
 import { benchLatency } from './latency-bench.js';
 import { benchReplicaAcks } from './replica-ack-bench.js';
 import { choosePinning } from './pinning.js';
 import { benchReceiver } from './receiver-bench.js';
-import { HEADLINE_CONCURRENCY, renderReport, renderTriageReport } from './report.js';
+import {
+  HEADLINE_CONCURRENCY,
+  renderConsoleReport,
+  renderReport,
+  renderTriageReport,
+} from './report.js';
 import { benchTracing } from './tracing-bench.js';
 import { benchTriage, REAL_MINUTE_MS } from './triage-bench.js';
 import { benchWorker } from './worker-bench.js';
@@ -32,8 +39,8 @@ const { values } = parseArgs({
   },
 });
 const quick = values.quick;
-if (values.only !== undefined && values.only !== 'triage') {
-  console.error(`bench: --only takes "triage", not "${values.only}"`);
+if (values.only !== undefined && values.only !== 'triage' && values.only !== 'console') {
+  console.error(`bench: --only takes "triage" or "console", not "${values.only}"`);
   process.exit(2);
 }
 const out = values.out ?? (values.only ? undefined : 'docs/benchmarks.md');
@@ -51,6 +58,14 @@ const triageOptions = {
   scaledMarginMs: 1_000,
 };
 
+/** 10 000 deliveries kept, as issue 22 measured the console; four operators; 100/s of intake. */
+const consoleOptions = {
+  history: quick ? 2_000 : 10_000,
+  operators: 4,
+  perSecond: 100,
+  seconds: quick ? 5 : 20,
+};
+
 const dir = await mkdtemp(join(tmpdir(), 'feedback-receiver-bench-'));
 const redisServer = await startEmbeddedRedis({ dir, appendOnly: false });
 const redis = new Redis(redisServer.url);
@@ -65,6 +80,12 @@ try {
     const triage = await benchTriage({ redisUrl: redisServer.url, pinning, ...triageOptions });
     const minutes = (Date.now() - started) / 60_000;
     await report(renderTriageReport({ date: new Date(), ...machine, minutes, quick, triage }));
+  } else if (values.only === 'console') {
+    const result = await benchConsole({ redisUrl: redisServer.url, pinning, ...consoleOptions });
+    const minutes = (Date.now() - started) / 60_000;
+    await report(
+      renderConsoleReport({ date: new Date(), ...machine, minutes, quick, console: result }),
+    );
   } else {
     await benchAll();
   }
@@ -129,6 +150,11 @@ async function benchAll(): Promise<void> {
     connections: HEADLINE_CONCURRENCY,
     deliveries: quick ? 1_000 : 5_000,
   });
+  const consoleResult = await benchConsole({
+    redisUrl: redisServer.url,
+    pinning,
+    ...consoleOptions,
+  });
   await report(
     renderReport({
       date: new Date(),
@@ -143,6 +169,7 @@ async function benchAll(): Promise<void> {
       replicaAcks,
       triage,
       tracing,
+      console: consoleResult,
     }),
   );
 }

@@ -3,6 +3,7 @@
  * measured in the same run, followed by what was done to reach them (bench/what-we-tried.md).
  */
 import { readFileSync } from 'node:fs';
+import type { ConsoleBenchResult } from './console-bench.js';
 import type { LatencyRow } from './latency-bench.js';
 import type { ReplicaAckRow } from './replica-ack-bench.js';
 import type { ReceiverBenchResult, RoundResult, Target } from './receiver-bench.js';
@@ -29,6 +30,7 @@ export interface ReportInput {
   readonly replicaAcks: readonly ReplicaAckRow[];
   readonly triage: TriageBenchResult;
   readonly tracing: TracingBenchResult;
+  readonly console: ConsoleBenchResult;
 }
 
 /** Doing more than the naive receiver must not cost more. */
@@ -53,6 +55,7 @@ export function renderReport(input: ReportInput): { summary: string; markdown: s
       replicaAckTable(input.replicaAcks),
       triageTable(input.triage),
       tracingTable(input.tracing),
+      consoleTable(input.console),
       memoryTable(input),
     )
     .join('\n\n');
@@ -265,6 +268,54 @@ function latencyTable(rows: readonly LatencyRow[]): string {
   ].join('\n');
 }
 
+/** Intake's p99 with operators searching: at most twice its p99 alone, or 20 ms more (issue 22). */
+function consoleTarget(aloneP99Ms: number): number {
+  return Math.max(2 * aloneP99Ms, aloneP99Ms + 20);
+}
+
+function consoleTable(result: ConsoleBenchResult): string {
+  const { alone, withConsole } = result;
+  return [
+    '## The console beside intake',
+    '',
+    `${result.history} deliveries handled and kept; intake at ${result.perSecond}/s (open loop), ` +
+      `alone and then while ${result.operators} operators search the console's API without pause ` +
+      '(a word every record has, a record id, an email; each asks again once answered).',
+    '',
+    table(
+      ['', 'intake answers 2xx', 'intake p50 ms', 'intake p99 ms', 'target p99 ms'],
+      [
+        [
+          'alone',
+          `${alone.ok} of ${alone.sent}`,
+          String(alone.answerP50Ms),
+          String(alone.answerP99Ms),
+          '',
+        ],
+        [
+          `with ${result.operators} operators`,
+          `${withConsole.ok} of ${withConsole.sent}`,
+          String(withConsole.answerP50Ms),
+          String(withConsole.answerP99Ms),
+          `<= ${consoleTarget(alone.answerP99Ms)}`,
+        ],
+      ],
+    ),
+    '',
+    table(
+      ['searches answered', 'search p50 ms', 'search p99 ms', 'answered 503 CONSOLE_BUSY'],
+      [
+        [
+          String(result.searches),
+          String(result.searchP50Ms),
+          String(result.searchP99Ms),
+          String(result.busy),
+        ],
+      ],
+    ),
+  ].join('\n');
+}
+
 function replicaAckTable(rows: readonly ReplicaAckRow[]): string {
   return [
     '## ACK_REPLICAS: the answer, with and without waiting for the replica (open loop)',
@@ -359,6 +410,22 @@ export function renderTriageReport(
     '# Benchmarks: auto-triage only',
     '',
     `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench -- --only triage${input.quick ? ' --quick' : ''}\` ` +
+      `on Node ${input.node}, ${input.cores} cores (${input.cpu}), in ${input.minutes.toFixed(1)} minutes.`,
+    '',
+    summary,
+    '',
+  ].join('\n');
+  return { summary, markdown };
+}
+
+export function renderConsoleReport(
+  input: Pick<ReportInput, 'date' | 'node' | 'cores' | 'cpu' | 'minutes' | 'quick' | 'console'>,
+): { summary: string; markdown: string } {
+  const summary = consoleTable(input.console);
+  const markdown = [
+    '# Benchmarks: the console beside intake only',
+    '',
+    `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench -- --only console${input.quick ? ' --quick' : ''}\` ` +
       `on Node ${input.node}, ${input.cores} cores (${input.cpu}), in ${input.minutes.toFixed(1)} minutes.`,
     '',
     summary,

@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   QUEUE_UNAVAILABLE: { status: 503, title: 'Queue unavailable' },
   QUEUE_NOT_REPLICATED: { status: 503, title: 'Queue not replicated' },
+  CONSOLE_BUSY: { status: 503, title: 'Console busy' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -6,21 +6,18 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { openAdminConsole } from './admin-console.js';
 import type { ReceiverConfig } from './config.js';
 import { createApp, type AppDeps } from './http/app.js';
 import { answerClientError } from './http/client-error.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
-import { createDeadLetter } from './runs/dead-letter.js';
-import { createDeliveryStats, readDeliveryStats } from './queue/delivery-stats.js';
+import { createDeliveryStats } from './queue/delivery-stats.js';
 import { createQuarantine, type Quarantine } from './queue/quarantine.js';
 import { openProducerQueues } from './queue/producer-queues.js';
 import { redisAnswers, waitForRedis, type RedisConnection } from './queue/redis.js';
 import { createSignatureScheme } from './webhooks/signature-scheme.js';
-import { createDeliveryLog } from './runs/delivery-log.js';
-import { createRunAgain } from './runs/restart.js';
-import { createRunReader } from './runs/run-reader.js';
 
 export interface ReceiverDeps extends AppDeps {
   readonly connection: RedisConnection;
@@ -48,8 +45,9 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
   metrics.watchQueues(watched);
   const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
   const stats = createDeliveryStats({ connection, prefix: config.queuePrefix, logger });
-  const markers = { connection, prefix: config.queuePrefix };
-  const runReader = createRunReader(deliveries.queue, handlerRuns);
+  const adminConsole = config.adminToken
+    ? openAdminConsole(config, config.adminToken, deliveries, logger)
+    : undefined;
   let draining = false;
   return {
     scheme: createSignatureScheme(config.webhook),
@@ -61,29 +59,14 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     logger,
     metrics,
     stats,
-    admin: config.adminToken
-      ? {
-          token: config.adminToken,
-          queues: watched,
-          deliveryConsole: {
-            deliveryLog: createDeliveryLog(deliveries.queue, runReader, quarantine),
-            quarantine,
-            deliveries,
-            deadLetter: createDeadLetter({ handlerRuns, deliveries: deliveries.queue, markers }),
-            runs: runReader,
-            runAgain: createRunAgain({ reader: runReader, markers }),
-            queues: watched,
-            readStats: () => readDeliveryStats(connection, config.queuePrefix),
-            traceUrlTemplate: config.traceUrlTemplate,
-          },
-        }
-      : undefined,
+    admin: adminConsole?.admin,
     isReady: async () => !draining && (await redisAnswers(connection)),
     drain: () => {
       draining = true;
     },
     close: async () => {
       await stats.close();
+      await adminConsole?.close();
       await queues.close();
     },
   };

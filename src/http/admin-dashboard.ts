@@ -17,6 +17,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { createConsoleRouter } from './console/console-router.js';
 import type { ConsoleSources } from './console/console-sources.js';
 import { CONSOLE_PATH } from './console/pages.js';
+import { CONSOLE_REQUESTS_AT_ONCE, createRequestGate } from './console/request-gate.js';
 import { sendProblem } from './send-problem.js';
 
 export const ADMIN_PATH = '/admin/queues';
@@ -41,7 +42,13 @@ export function createAdminRouter({
     options: { uiConfig: { boardTitle: 'feedback-receiver' } },
   });
   const router = express.Router();
-  router.use(CONSOLE_PATH, refuseCrossSite, requireToken(token));
+  // bull-board's /admin/queues too: every operator's request waits for its turn here.
+  router.use(
+    CONSOLE_PATH,
+    refuseCrossSite,
+    requireToken(token),
+    createRequestGate(CONSOLE_REQUESTS_AT_ONCE),
+  );
   router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
   router.use(ADMIN_PATH, serverAdapter.getRouter() as Router);

@@ -40,6 +40,27 @@ export function createProducerConnection(
   return connection;
 }
 
+/** How long one of the console's reads may take; they are bigger than a delivery's write. */
+export const CONSOLE_COMMAND_TIMEOUT_MS = 5_000;
+
+/**
+ * The console's own connection (its pages, its API, bull-board): it fails fast like the
+ * producer's, and an operator's big reads queue on it, never ahead of a sender's delivery on the
+ * producer's.
+ */
+export function createConsoleConnection(url: string, logger: Logger): RedisConnection {
+  const connection = connectTo(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: CONSOLE_COMMAND_TIMEOUT_MS,
+    connectTimeout: 2_000,
+    connectionName: 'feedback-receiver:console',
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
+  });
+  reportConnectionState(connection, logger.child({ redis: 'console' }));
+  return connection;
+}
+
 /**
  * A worker's connection: it waits for Redis instead of failing, since a worker has nobody to
  * answer and should simply carry on when Redis is back (BullMQ requires this for workers).

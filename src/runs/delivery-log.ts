@@ -71,6 +71,9 @@ export interface DeliveryLog {
 /** How many of the newest deliveries a search looks through; a delivery key always finds its own. */
 export const SEARCH_WINDOW = 2_000;
 
+/** How many jobs one read takes (see newestIn). */
+const READ_PAGE = 200;
+
 type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
 const JOB_STATES: readonly JobState[] = ['active', 'waiting', 'delayed', 'completed', 'failed'];
 
@@ -85,10 +88,7 @@ export function createDeliveryLog(
   ): Promise<{ job: Job<Delivery>; state: JobState; delivery: Delivery }[]> {
     const byState = await Promise.all(
       JOB_STATES.map(async (state) =>
-        (await deliveries.getJobs([state], 0, count - 1, false)).map((job) => ({
-          job,
-          state,
-        })),
+        (await newestIn(state, count)).map((job) => ({ job, state })),
       ),
     );
     return byState
@@ -99,6 +99,21 @@ export function createDeliveryLog(
         const read = readDelivery(job.data);
         return read.ok ? [{ job, state, delivery: read.delivery }] : [];
       });
+  }
+
+  /**
+   * Read a page at a time: parsing a page's records is one stretch of the event loop, and the
+   * deliveries the process answers meanwhile wait for at most one.
+   */
+  async function newestIn(state: JobState, count: number): Promise<Job<Delivery>[]> {
+    const jobs: Job<Delivery>[] = [];
+    for (let start = 0; start < count; start += READ_PAGE) {
+      const end = Math.min(start + READ_PAGE, count) - 1;
+      const page = await deliveries.getJobs([state], start, end, false);
+      jobs.push(...page);
+      if (page.length <= end - start) break;
+    }
+    return jobs;
   }
 
   async function view(
@@ -163,8 +178,18 @@ export function createDeliveryLog(
         const jobState = (await byKey.getState()) as JobState;
         if (read.ok) found = [{ job: byKey, state: jobState, delivery: read.delivery }, ...found];
       }
-      const page = async (from: typeof found) =>
-        Promise.all(from.map(({ job, state, delivery }) => view(job, state, delivery)));
+      const page = async (from: typeof found) => {
+        const views: DeliveryView[] = [];
+        for (let start = 0; start < from.length; start += READ_PAGE) {
+          const batch = from.slice(start, start + READ_PAGE);
+          views.push(
+            ...(await Promise.all(
+              batch.map(({ job, state, delivery }) => view(job, state, delivery)),
+            )),
+          );
+        }
+        return views;
+      };
       if (state === undefined) {
         const deliveries = await page(found.slice(offset, offset + limit));
         return { deliveries, total: found.length, searched: looked.length };

@@ -58,8 +58,8 @@ beforeAll(async () => {
       'prj_shop',
       '--url',
       `${receiverUrl}/webhooks/feedback`,
-      '--secret',
-      secret,
+      // One argument: a base64url secret may start with '-', which parseArgs takes for an option.
+      `--secret=${secret}`,
     ],
     apiEnv(),
   );

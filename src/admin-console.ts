@@ -1,0 +1,67 @@
+/**
+ * Wires the console under /admin (its pages, its API, bull-board) to a Redis connection of its
+ * own. Its reads can be big (a search reads many jobs); on the producer's connection they would
+ * hold the senders' deliveries behind them. Only a quarantine replay writes through the
+ * producer: it queues a delivery, which is the producer's job.
+ */
+import { Queue } from 'bullmq';
+import type { ReceiverConfig } from './config.js';
+import type { AdminDashboardOptions } from './http/admin-dashboard.js';
+import type { Logger } from './logger.js';
+import { DELIVERIES_QUEUE, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
+import { readDeliveryStats } from './queue/delivery-stats.js';
+import { createQuarantine } from './queue/quarantine.js';
+import { closeConnection, createConsoleConnection } from './queue/redis.js';
+import { createDeadLetter } from './runs/dead-letter.js';
+import { createDeliveryLog } from './runs/delivery-log.js';
+import { createHandlerRunsQueue } from './runs/handler-runs-queue.js';
+import { createRunAgain } from './runs/restart.js';
+import { createRunReader } from './runs/run-reader.js';
+import type { Delivery } from './webhooks/delivery.js';
+
+export interface OpenedConsole {
+  readonly admin: AdminDashboardOptions;
+  /** Closes its queues, then its connection. */
+  close(): Promise<void>;
+}
+
+export function openAdminConsole(
+  config: Pick<ReceiverConfig, 'redisUrl' | 'queuePrefix' | 'traceUrlTemplate'>,
+  token: string,
+  intake: DeliveryQueueProducer,
+  logger: Logger,
+): OpenedConsole {
+  const connection = createConsoleConnection(config.redisUrl, logger);
+  const prefix = config.queuePrefix;
+  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
+  const handlerRuns = createHandlerRunsQueue(connection, prefix);
+  // The connection's state is logged once per outage already.
+  for (const queue of [deliveries, handlerRuns]) {
+    queue.on('error', (error: Error) => logger.debug({ error: error.message }, 'queue error'));
+  }
+  const queues = [deliveries, handlerRuns];
+  const quarantine = createQuarantine({ connection, prefix });
+  const runs = createRunReader(deliveries, handlerRuns);
+  const markers = { connection, prefix };
+  return {
+    admin: {
+      token,
+      queues,
+      deliveryConsole: {
+        deliveryLog: createDeliveryLog(deliveries, runs, quarantine),
+        quarantine,
+        deliveries: intake,
+        deadLetter: createDeadLetter({ handlerRuns, deliveries, markers }),
+        runs,
+        runAgain: createRunAgain({ reader: runs, markers }),
+        queues,
+        readStats: () => readDeliveryStats(connection, prefix),
+        traceUrlTemplate: config.traceUrlTemplate,
+      },
+    },
+    close: async () => {
+      await Promise.all(queues.map((queue) => queue.close()));
+      await closeConnection(connection);
+    },
+  };
+}
