@@ -102,6 +102,23 @@ export default tseslint.config(
     },
   },
   {
+    // The delivery history is written by the worker and read by the console: it knows neither.
+    files: ['src/history/**/*.ts'],
+    rules: {
+      'no-restricted-imports': restrictedImports([
+        { group: ['express', 'express/*'], message: 'src/history knows nothing of Express.' },
+        {
+          group: ['**/worker/*', '**/worker/**', '**/http/*', '**/http/**'],
+          message: 'src/history knows nothing of the worker or the console that use it.',
+        },
+        {
+          group: ['**/cli/*', '**/cli/**'],
+          message: 'Nothing imports the command line (src/cli).',
+        },
+      ]),
+    },
+  },
+  {
     files: ['src/cli/**/*.ts'],
     rules: { 'no-restricted-imports': restrictedImports([]) },
   },

@@ -10,6 +10,7 @@ import type { AdminDashboardOptions } from './http/admin-dashboard.js';
 import type { Logger } from './logger.js';
 import { DELIVERIES_QUEUE, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
 import { readDeliveryStats } from './queue/delivery-stats.js';
+import { createHistorySearch } from './history/history-search.js';
 import { createQuarantine } from './queue/quarantine.js';
 import { closeConnection, createConsoleConnection } from './queue/redis.js';
 import { createDeadLetter } from './runs/dead-letter.js';
@@ -26,7 +27,10 @@ export interface OpenedConsole {
 }
 
 export function openAdminConsole(
-  config: Pick<ReceiverConfig, 'redisUrl' | 'queuePrefix' | 'traceUrlTemplate'>,
+  config: Pick<
+    ReceiverConfig,
+    'redisUrl' | 'queuePrefix' | 'dedupeTtlSeconds' | 'traceUrlTemplate'
+  >,
   token: string,
   intake: DeliveryQueueProducer,
   logger: Logger,
@@ -42,13 +46,14 @@ export function openAdminConsole(
   const queues = [deliveries, handlerRuns];
   const quarantine = createQuarantine({ connection, prefix });
   const runs = createRunReader(deliveries, handlerRuns);
+  const history = createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds });
   const markers = { connection, prefix };
   return {
     admin: {
       token,
       queues,
       deliveryConsole: {
-        deliveryLog: createDeliveryLog(deliveries, runs, quarantine),
+        deliveryLog: createDeliveryLog(deliveries, runs, history, quarantine),
         quarantine,
         deliveries: intake,
         deadLetter: createDeadLetter({ handlerRuns, deliveries, markers }),

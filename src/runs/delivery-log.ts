@@ -1,21 +1,23 @@
 /**
- * What happened to each delivery, read from the queues for the delivery console: the newest
- * deliveries, or those whose feedback id, delivery key, title, description or reporter email
- * matches a search, each with its runs as the one reader of runs sees them (run-reader.ts);
- * under the `quarantined` filter, the quarantine's entries. Nothing else is kept for this: a
- * delivery is here while its job is (completed ones for COMPLETED_JOB_RETENTION_SECONDS, failed
- * ones 7 days), and a run while its job is (failed runs 30 days).
+ * What happened to each delivery, for the delivery console: lists and searches read the delivery
+ * history (src/history), compact entries kept DEDUPE_TTL_SECONDS, never whole records; one
+ * delivery's page reads its job while it is kept (the whole record, its runs as the one reader of
+ * runs sees them, run-reader.ts), and its history entry after that. Deliveries not yet routed
+ * are under the `waiting` filter, read from their queue; the `quarantined` filter lists the
+ * quarantine's entries.
  */
 import type { Job, Queue } from 'bullmq';
+import { summarize, type HistoryEntry, type RecordSummary } from '../history/delivery-history.js';
+import { stateOfEntry, type HistorySearch } from '../history/history-search.js';
 import { findDelivery } from '../queue/deliveries-queue.js';
 import type { Quarantine, QuarantineSummary } from '../queue/quarantine.js';
 import { traceIdOf } from '../tracing/trace-id.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
-import { iso, type RunReader, type RunView } from './run-reader.js';
+import { iso, type RunReader, type RunState, type RunView } from './run-reader.js';
 
 export type { RunView } from './run-reader.js';
 
-/** Where a delivery stands: not taken yet, being handled, handled, or some handler failed. */
+/** Where a delivery stands: not routed yet, being handled, handled, or some handler failed. */
 export const DELIVERY_STATES = ['waiting', 'running', 'done', 'failed'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
@@ -26,16 +28,38 @@ export type DeliveryFilter = (typeof DELIVERY_FILTERS)[number];
 /** A signed delivery that could not be read, listed under the `quarantined` filter. */
 export type QuarantinedDelivery = QuarantineSummary & { readonly state: 'quarantined' };
 
+/** A run as a list shows it. */
+export interface RunSummary {
+  readonly handler: string;
+  readonly state: RunState;
+  readonly reason?: string;
+  /** What it returned, as much as the history keeps (auto-triage: the rules and the PATCH). */
+  readonly result?: unknown;
+  readonly finishedAt?: string;
+}
+
+/** A delivery as a list shows it: what the history keeps of it. */
+export interface DeliverySummary {
+  readonly key: string;
+  readonly receivedAt: string;
+  readonly record: RecordSummary;
+  readonly state: DeliveryState;
+  readonly runs: readonly RunSummary[];
+}
+
 export interface DeliveryView {
   readonly key: string;
   readonly receivedAt: string;
   /** How the receiver accepted it: the signature scheme and the secret position that matched. */
   readonly receipt?: Delivery['receipt'];
   /** When it was queued, when a worker took it, and when routing it was done. */
-  readonly queuedAt: string;
+  readonly queuedAt?: string;
   readonly takenAt?: string;
   readonly routedAt?: string;
+  /** The whole record while its job is kept; after that, what the history keeps of it. */
   readonly record: Delivery['record'];
+  /** False once its job is gone: `record` then holds only what the history keeps. */
+  readonly recordKept: boolean;
   readonly state: DeliveryState;
   /** Why routing failed, for a delivery no handler saw. */
   readonly reason?: string;
@@ -45,7 +69,7 @@ export interface DeliveryView {
 }
 
 export interface DeliveryQuery {
-  /** A feedback id, a delivery key, words of the title or description, or a reporter email. */
+  /** A feedback id, a record id, a delivery key, words of the title or description, or a reporter email. */
   readonly q?: string | undefined;
   readonly state?: DeliveryFilter | undefined;
   readonly offset: number;
@@ -54,66 +78,53 @@ export interface DeliveryQuery {
 
 export interface DeliveryPage {
   /** Quarantined ones only under the `quarantined` filter, and then only those. */
-  readonly deliveries: readonly (DeliveryView | QuarantinedDelivery)[];
-  /** Deliveries that match, among the newest `searched`. */
+  readonly deliveries: readonly (DeliverySummary | QuarantinedDelivery)[];
+  /** Deliveries that match, among the `searched`. */
   readonly total: number;
-  /** How many of the newest deliveries were looked through (at most SEARCH_WINDOW). */
+  /** How many deliveries the search covered (see HistoryPage.searched). */
   readonly searched: number;
 }
 
 export interface DeliveryLog {
   /** Newest first. */
   list(query: DeliveryQuery): Promise<DeliveryPage>;
-  /** One delivery by its key; undefined when its job is gone or never was. */
+  /** One delivery by its key; undefined when neither its job nor its history entry is kept. */
   get(key: string): Promise<DeliveryView | undefined>;
 }
 
-/** How many of the newest deliveries a search looks through; a delivery key always finds its own. */
-export const SEARCH_WINDOW = 2_000;
-
-/** How many jobs one read takes (see newestIn). */
-const READ_PAGE = 200;
+/** How far back pages reach. */
+export const MAX_OFFSET = 100_000;
+/** How many not yet routed deliveries the `waiting` filter reads, newest first. */
+export const WAITING_SHOWN = 200;
+/** How many quarantine entries a search of the quarantine looks through. */
+const QUARANTINE_SEARCHED = 2_000;
 
 type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
-const JOB_STATES: readonly JobState[] = ['active', 'waiting', 'delayed', 'completed', 'failed'];
 
 export function createDeliveryLog(
   deliveries: Queue<Delivery>,
   runs: RunReader,
+  history: HistorySearch,
   quarantine: Pick<Quarantine, 'search' | 'count'>,
 ): DeliveryLog {
-  /** The `count` newest jobs of every state together, newest first, each with its state. */
-  async function newest(
-    count: number,
-  ): Promise<{ job: Job<Delivery>; state: JobState; delivery: Delivery }[]> {
-    const byState = await Promise.all(
-      JOB_STATES.map(async (state) =>
-        (await newestIn(state, count)).map((job) => ({ job, state })),
-      ),
-    );
-    return byState
-      .flat()
-      .sort((a, b) => b.job.timestamp - a.job.timestamp)
-      .slice(0, count)
-      .flatMap(({ job, state }) => {
+  /** Deliveries no worker has routed yet, newest first: a backlog, read from their queue. */
+  async function notRouted(q: string): Promise<DeliverySummary[]> {
+    const jobs = await deliveries.getJobs(['active', 'waiting', 'delayed'], 0, WAITING_SHOWN - 1);
+    return jobs
+      .sort((a, b) => b.timestamp - a.timestamp)
+      .flatMap((job) => {
         const read = readDelivery(job.data);
-        return read.ok ? [{ job, state, delivery: read.delivery }] : [];
+        if (!read.ok || (q !== '' && !matches(read.delivery, q))) return [];
+        const { delivery } = read;
+        const summary: DeliverySummary = {
+          key: delivery.key,
+          receivedAt: delivery.receivedAt,
+          record: summarize(delivery.record),
+          state: 'waiting',
+          runs: [],
+        };
+        return [summary];
       });
-  }
-
-  /**
-   * Read a page at a time: parsing a page's records is one stretch of the event loop, and the
-   * deliveries the process answers meanwhile wait for at most one.
-   */
-  async function newestIn(state: JobState, count: number): Promise<Job<Delivery>[]> {
-    const jobs: Job<Delivery>[] = [];
-    for (let start = 0; start < count; start += READ_PAGE) {
-      const end = Math.min(start + READ_PAGE, count) - 1;
-      const page = await deliveries.getJobs([state], start, end, false);
-      jobs.push(...page);
-      if (page.length <= end - start) break;
-    }
-    return jobs;
   }
 
   async function view(
@@ -125,6 +136,7 @@ export function createDeliveryLog(
       key: delivery.key,
       receivedAt: delivery.receivedAt,
       record: delivery.record,
+      recordKept: true,
       ...(delivery.receipt ? { receipt: delivery.receipt } : {}),
       queuedAt: iso(job.timestamp),
       ...(job.processedOn ? { takenAt: iso(job.processedOn) } : {}),
@@ -132,84 +144,91 @@ export function createDeliveryLog(
       ...traceOf(job),
     };
     if (state === 'failed') return { ...base, state: 'failed', reason: job.failedReason, runs: [] };
-    if (state !== 'completed') {
-      return { ...base, state: state === 'active' ? 'running' : 'waiting', runs: [] };
-    }
+    if (state !== 'completed') return { ...base, state: 'waiting', runs: [] };
     const routed = await runs.runsOf(job);
     return { ...base, state: stateOf(routed), runs: routed };
+  }
+
+  /** A delivery whose job is gone, from its history entry and the run jobs still kept. */
+  async function fromHistory(entry: HistoryEntry): Promise<DeliveryView> {
+    const kept = await runs.runsOfRouting(entry.deliveryJobId, entry.handlers);
+    const shown = kept.map((run): RunView => {
+      const outcome = entry.outcomes[run.handler];
+      if (run.state !== 'unknown' || !outcome) return run;
+      return {
+        ...run,
+        state: outcome.state,
+        finishedAt: outcome.at,
+        ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+        ...(outcome.result === undefined ? {} : { result: outcome.result }),
+      };
+    });
+    return {
+      key: entry.key,
+      receivedAt: entry.receivedAt,
+      record: entry.record,
+      recordKept: false,
+      state: stateOfEntry(entry),
+      runs: shown,
+    };
   }
 
   return {
     async list({ q, state, offset, limit }) {
       const wanted = q?.trim() ?? '';
       if (state === 'quarantined') {
-        const found = await quarantine.search(wanted, SEARCH_WINDOW);
+        const found = await quarantine.search(wanted, QUARANTINE_SEARCHED);
         return {
           deliveries: found
             .slice(offset, offset + limit)
             .map((entry) => ({ ...entry, state: 'quarantined' as const })),
           total: found.length,
-          searched: Math.min(SEARCH_WINDOW, await quarantine.count()),
+          searched: Math.min(QUARANTINE_SEARCHED, await quarantine.count()),
         };
       }
-      if (wanted === '' && state === undefined) {
-        // The newest page alone: no need to look through more.
-        const [looked, counts] = await Promise.all([
-          newest(offset + limit),
-          deliveries.getJobCounts(...JOB_STATES),
-        ]);
-        const total = Object.values(counts).reduce((sum, count) => sum + count, 0);
-        const shown = looked.slice(offset, offset + limit);
+      if (state === 'waiting') {
+        const found = await notRouted(wanted);
         return {
-          deliveries: await Promise.all(
-            shown.map(({ job, state: jobState, delivery }) => view(job, jobState, delivery)),
-          ),
-          total,
-          searched: total,
+          deliveries: found.slice(offset, offset + limit),
+          total: found.length,
+          searched: found.length,
         };
       }
-      const looked = await newest(SEARCH_WINDOW);
-      let found =
-        wanted === '' ? looked : looked.filter(({ delivery }) => matches(delivery, wanted));
-      // A delivery key finds its delivery even beyond the newest SEARCH_WINDOW.
-      const byKey = wanted === '' ? undefined : await findDelivery(deliveries, wanted);
-      if (byKey && !found.some(({ job }) => job.id === byKey.id)) {
-        const read = readDelivery(byKey.data);
-        const jobState = (await byKey.getState()) as JobState;
-        if (read.ok) found = [{ job: byKey, state: jobState, delivery: read.delivery }, ...found];
-      }
-      const page = async (from: typeof found) => {
-        const views: DeliveryView[] = [];
-        for (let start = 0; start < from.length; start += READ_PAGE) {
-          const batch = from.slice(start, start + READ_PAGE);
-          views.push(
-            ...(await Promise.all(
-              batch.map(({ job, state, delivery }) => view(job, state, delivery)),
-            )),
-          );
-        }
-        return views;
-      };
-      if (state === undefined) {
-        const deliveries = await page(found.slice(offset, offset + limit));
-        return { deliveries, total: found.length, searched: looked.length };
-      }
-      // A completed delivery's state depends on its runs, so a filter on it reads them all.
-      const inState = (await page(found)).filter((shown) => shown.state === state);
+      const page = await history.search({ q: wanted, state, offset, limit });
       return {
-        deliveries: inState.slice(offset, offset + limit),
-        total: inState.length,
-        searched: looked.length,
+        deliveries: page.entries.map(summaryOf),
+        total: page.total,
+        searched: page.searched,
       };
     },
 
     async get(key) {
       const job = await findDelivery(deliveries, key);
-      if (!job) return undefined;
-      const read = readDelivery(job.data);
-      if (!read.ok) return undefined;
-      return view(job, (await job.getState()) as JobState, read.delivery);
+      const read = job ? readDelivery(job.data) : undefined;
+      if (job && read?.ok) return view(job, (await job.getState()) as JobState, read.delivery);
+      const entry = await history.byKey(key);
+      return entry ? fromHistory(entry) : undefined;
     },
+  };
+}
+
+function summaryOf(entry: HistoryEntry): DeliverySummary {
+  return {
+    key: entry.key,
+    receivedAt: entry.receivedAt,
+    record: entry.record,
+    state: stateOfEntry(entry),
+    runs: entry.handlers.map((handler): RunSummary => {
+      const outcome = entry.outcomes[handler];
+      if (!outcome) return { handler, state: 'pending' };
+      return {
+        handler,
+        state: outcome.state,
+        finishedAt: outcome.at,
+        ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+        ...(outcome.result === undefined ? {} : { result: outcome.result }),
+      };
+    }),
   };
 }
 

@@ -46,6 +46,8 @@ export interface RunView {
 export interface RunReader {
   /** The runs of a delivery's job, read once it completed; none before it is routed. */
   runsOf(deliveryJob: Job<Delivery>): Promise<RunView[]>;
+  /** The runs a routing job made, by its id, after that job is gone (`unknown` for runs gone too). */
+  runsOfRouting(deliveryJobId: string, handlers: readonly string[]): Promise<RunView[]>;
   /** The job of the delivery with this key, while the delivery is remembered and its job kept. */
   deliveryJob(deliveryKey: string): Promise<Job<Delivery> | undefined>;
   /** One handler's run of the delivery with this key, once it is routed. */
@@ -85,12 +87,10 @@ export function createRunReader(
     async runsOf(deliveryJob) {
       // Only a routed delivery's job has a return value.
       const routing = deliveryJob.returnvalue as RoutingResult | null | undefined;
-      return Promise.all(
-        (routing?.handlers ?? []).map((handler) =>
-          view(handler, runJobId(deliveryJob.id!, handler)),
-        ),
-      );
+      return reader.runsOfRouting(deliveryJob.id!, routing?.handlers ?? []);
     },
+    runsOfRouting: (deliveryJobId, handlers) =>
+      Promise.all(handlers.map((handler) => view(handler, runJobId(deliveryJobId, handler)))),
     deliveryJob: (deliveryKey) => findDelivery(deliveries, deliveryKey),
     async find(deliveryKey, handler) {
       const deliveryJob = await findDelivery(deliveries, deliveryKey);

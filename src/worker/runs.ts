@@ -36,6 +36,7 @@ import {
 } from '../runs/handler-runs-queue.js';
 import { activeSpan, inSpan, type TraceSpan } from '../tracing/tracer.js';
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
+import type { HistoryWriter } from '../history/history-writer.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { RunContext, type RunBindings } from './run-context.js';
@@ -45,6 +46,8 @@ export interface RunsOptions {
   readonly handlers: readonly Handler[];
   readonly handlerRuns: Queue<HandlerRunData>;
   readonly completions: CompletionLedger;
+  /** Where routings and completed runs are written for the console (failures: runtime.ts). */
+  readonly history: HistoryWriter;
   readonly api: ApiClient;
   readonly logger: Logger;
   /** How long a run's deduplication marker is kept; see DEDUPE_TTL_SECONDS. */
@@ -87,7 +90,7 @@ const OUTCOME_LABEL: Record<RunDecision['kind'], AttemptRecord['outcome']> = {
 };
 
 export function createRuns(options: RunsOptions): Runs {
-  const { handlers, handlerRuns, completions, api, logger } = options;
+  const { handlers, handlerRuns, completions, history, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const inFlight = new Map<RunContext, string>();
   /** The delay of each retry decided and not yet taken by BullMQ, by job id. */
@@ -110,6 +113,7 @@ export function createRuns(options: RunsOptions): Runs {
       { dedupeTtlSeconds: options.dedupeTtlSeconds, retention: options.retention },
     );
     const names = taking.map(({ name }) => name);
+    history.routed(delivery, job.id!, names);
     activeSpan().setAttributes({
       'feedback.delivery.key': delivery.key,
       'feedback.handlers': names.join(','),
@@ -194,6 +198,11 @@ export function createRuns(options: RunsOptions): Runs {
     switch (decision.kind) {
       case 'completed':
         completions.succeeded(successKey, job.id!, Date.parse(delivery.receivedAt));
+        history.finished(delivery, handler.name, {
+          state: 'completed',
+          at: new Date().toISOString(),
+          result: decision.result,
+        });
         return decision.result;
       case 'retry':
         retryDelays.set(job.id!, decision.delayMs);

@@ -18,8 +18,9 @@ import {
 } from '../runs/handler-runs-queue.js';
 import { CLOSE_WITHIN_MS, type RedisConnection } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
-import type { Delivery } from '../webhooks/delivery.js';
+import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
+import { createHistoryWriter } from '../history/history-writer.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
@@ -89,7 +90,13 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     confirmWithinMs: Math.floor(lockDuration / 2),
     ...(options.ackReplicas ? { acks: options.ackReplicas } : {}),
   });
-  const runs = createRuns({ ...options, handlerRuns, completions });
+  const history = createHistoryWriter({
+    connection,
+    prefix,
+    ttlSeconds: options.dedupeTtlSeconds,
+    logger,
+  });
+  const runs = createRuns({ ...options, handlerRuns, completions, history });
 
   const workerOptions = {
     connection,
@@ -139,6 +146,17 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         .on('completed', (job) => {
           const successKey = successKeyOf(job);
           if (successKey) completions.confirmed(successKey, job.id!);
+        })
+        .on('failed', (job, error) => {
+          // Every way a run fails for good (its attempts spent, refused, stalled too often)
+          // ends here; a failed attempt that will be retried has no finish time.
+          const read = readDelivery(job?.data.delivery);
+          if (!job?.finishedOn || !read.ok) return;
+          history.finished(read.delivery, job.name, {
+            state: 'failed',
+            at: new Date(job.finishedOn).toISOString(),
+            reason: job.failedReason || error.message,
+          });
         }),
   });
   await Promise.all([
@@ -164,6 +182,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
           for (const watched of workers) watched.abandon();
         }
       }
+      await settlesWithin(history.close(), CLOSE_WITHIN_MS);
       await completions.close();
       // Queues wait for Redis to close; a Redis that is away does not hold the exit.
       await settlesWithin(Promise.all([handlerRuns.close(), deliveries.close()]), CLOSE_WITHIN_MS);

@@ -92,6 +92,7 @@ beforeAll(async () => {
   await env.deliver({ id: 'fb_browser_dead', title: 'Needs the team', rating: 4 });
   await env.completedRuns(7);
   await env.failedRuns(1);
+  await env.historyHolds(4);
   const app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
   served = await serveOnLoopback(app);
   url = served.url;
@@ -219,8 +220,11 @@ it('replays a quarantined delivery from its page', async () => {
     await page.getByText('{"id":"fb_browser_replay"', { exact: false }).waitFor();
     await page.getByRole('button', { name: 'Replay' }).click();
     await page.getByText('Replayed: the delivery is queued').waitFor();
-    await page.goto(`${url}/admin/deliveries?q=fb_browser_replay`);
-    await page.getByRole('link', { name: 'Kept, then fixed' }).waitFor();
+    // Listed once a worker has routed it.
+    await vi.waitFor(async () => {
+      await page.goto(`${url}/admin/deliveries?q=fb_browser_replay`);
+      expect(await page.getByRole('link', { name: 'Kept, then fixed' }).count()).toBe(1);
+    });
   } finally {
     await context.close();
   }

@@ -5,6 +5,7 @@ import { createAdminRouter } from '../../src/http/admin-dashboard.js';
 import { createDeadLetter } from '../../src/runs/dead-letter.js';
 import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
 import type { HandlerRunData } from '../../src/runs/handler-runs-queue.js';
+import { createHistorySearch } from '../../src/history/history-search.js';
 import { createDeliveryLog } from '../../src/runs/delivery-log.js';
 import { createRunAgain } from '../../src/runs/restart.js';
 import { createRunReader } from '../../src/runs/run-reader.js';
@@ -23,7 +24,16 @@ export function createTestAdminApp(
       token,
       queues,
       deliveryConsole: {
-        deliveryLog: createDeliveryLog(env.deliveries, runs, env.quarantine),
+        deliveryLog: createDeliveryLog(
+          env.deliveries,
+          runs,
+          createHistorySearch({
+            connection: env.connection,
+            prefix: env.prefix,
+            ttlSeconds: env.dedupeTtlSeconds,
+          }),
+          env.quarantine,
+        ),
         quarantine: env.quarantine,
         deliveries: env.producer,
         deadLetter: createDeadLetter({ handlerRuns, deliveries: env.deliveries, markers }),

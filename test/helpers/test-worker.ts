@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { expect, inject, vi } from 'vitest';
 import { createApiClient, type ApiClient } from '../../src/api/client.js';
+import { createHistorySearch } from '../../src/history/history-search.js';
 import { createLogger } from '../../src/logger.js';
 import {
   createDeliveryQueue,
@@ -46,6 +47,11 @@ export interface TestWorkerEnv {
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
   /** Resolves once `count` handler runs have failed for good. */
   failedRuns(count: number, timeoutMs?: number): Promise<void>;
+  /**
+   * Resolves once the delivery history holds `count` deliveries and no run of theirs is under
+   * way: the history is written in batches, a moment after routings and runs finish.
+   */
+  historyHolds(count: number, timeoutMs?: number): Promise<void>;
   /** The dead letter of the worker's queues. */
   deadLetter(): DeadLetter;
   readonly deliveries: Queue<Delivery>;
@@ -55,6 +61,8 @@ export interface TestWorkerEnv {
   readonly quarantine: Quarantine;
   /** The producer's connection, for reads of the test's own. */
   readonly connection: RedisConnection;
+  /** DEDUPE_TTL_SECONDS of the producer and of every worker: how long the history keeps. */
+  readonly dedupeTtlSeconds: number;
   close(): Promise<void>;
 }
 
@@ -98,6 +106,22 @@ export async function createTestWorkerEnv({
     producer,
     quarantine: createQuarantine({ connection: producerConnection, prefix }),
     connection: producerConnection,
+    dedupeTtlSeconds,
+    async historyHolds(count, timeoutMs = 10_000) {
+      const history = createHistorySearch({
+        connection: producerConnection,
+        prefix,
+        ttlSeconds: dedupeTtlSeconds,
+      });
+      await vi.waitFor(
+        async () => {
+          expect(await history.size(), 'deliveries in the history').toBe(count);
+          const running = await history.search({ state: 'running', offset: 0, limit: 1 });
+          expect(running.total, 'deliveries with runs under way').toBe(0);
+        },
+        { timeout: timeoutMs, interval: 20 },
+      );
+    },
     async deliver(record) {
       const delivery: Delivery = {
         key: `feedback.created:${record.id}`,

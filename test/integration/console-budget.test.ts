@@ -112,19 +112,20 @@ describe('the console on a receiver', () => {
 
   it('reads on a connection of its own, not the producer’s', async () => {
     const clients = async () =>
-      (await redis.client('LIST'))
-        .toString()
+      String(await redis.call('CLIENT', 'LIST'))
         .split('\n')
-        .filter((line) => line.includes(`name=feedback-receiver:`));
+        .filter((line: string) => line.includes(`name=feedback-receiver:`));
     await request(createApp(deps))
       .get('/admin/api/deliveries?q=anything')
       .set('Authorization', 'Bearer budget-token-71c2')
       .expect(200);
-    const consoleClients = (await clients()).filter((line) =>
+    const consoleClients = (await clients()).filter((line: string) =>
       line.includes('name=feedback-receiver:console'),
     );
     expect(consoleClients.length).toBeGreaterThan(0);
     // Its last command was one of the search's reads, not the connection's setup.
-    expect(consoleClients.some((line) => !/ cmd=(client|info|select|NULL)/.test(line))).toBe(true);
+    expect(
+      consoleClients.some((line: string) => !/ cmd=(client|info|select|NULL)/.test(line)),
+    ).toBe(true);
   });
 });

@@ -1,6 +1,6 @@
 /** The query of a deliveries search, as the console's page and its JSON API take it. */
 import { z } from 'zod';
-import { DELIVERY_FILTERS, SEARCH_WINDOW, type DeliveryQuery } from '../../runs/delivery-log.js';
+import { DELIVERY_FILTERS, MAX_OFFSET, type DeliveryQuery } from '../../runs/delivery-log.js';
 
 /** Most deliveries on one page. */
 export const MAX_PAGE_SIZE = 100;
@@ -16,8 +16,7 @@ const whole = (min: number, max: number) =>
 const DeliveriesQuerySchema = z.strictObject({
   q: z.string().max(200, 'expected at most 200 characters').optional(),
   state: z.enum(DELIVERY_FILTERS).optional(),
-  // Pages reach as far back as a search looks: the newest SEARCH_WINDOW deliveries.
-  offset: whole(0, SEARCH_WINDOW).default(0),
+  offset: whole(0, MAX_OFFSET).default(0),
   limit: whole(1, MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
 });
 

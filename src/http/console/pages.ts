@@ -83,7 +83,7 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
     query.state === 'quarantined' && page.searched === 0
       ? html`<p class="empty">Nothing is quarantined.</p>`
       : query.q || query.state
-        ? html`<p class="empty">No delivery matches among the newest ${page.searched}.</p>`
+        ? html`<p class="empty">No delivery matches among the ${page.searched} kept.</p>`
         : html`<p class="empty">
             No deliveries yet: send one with <code>feedback-receiver send</code>.
           </p>`;
@@ -156,6 +156,14 @@ export function deliveryPage(
         ${delivery.traceId ? html` · trace ${traceLink(delivery.traceId, traceUrlTemplate)}` : ''}
       </p>
       ${delivery.reason ? html`<p class="error">${delivery.reason}</p>` : ''}
+      ${
+        delivery.recordKept
+          ? ''
+          : html`<p class="notice">
+              The whole record is no longer kept: its job was removed after
+              COMPLETED_JOB_RETENTION_SECONDS. This is what the delivery history keeps of it.
+            </p>`
+      }
       <section>
         <h2>Timeline</h2>
         ${timeline(delivery)}
@@ -278,7 +286,7 @@ function state(name: DeliveryFilter): Html {
   return html`<span class="state state-${name}">${STATE_LABELS[name]}</span>`;
 }
 
-function runBadge(run: RunView): Html {
+function runBadge(run: Pick<RunView, 'handler' | 'state' | 'reason'>): Html {
   return html`<span class="run run-${run.state}" title="${run.reason ?? run.state}"
     >${run.handler}: ${run.state}</span
   >`;
@@ -294,8 +302,8 @@ function timeline(delivery: DeliveryView): Html {
         ? `received, signed (${receipt.scheme}) with secret #${receipt.secretIndex + 1}`
         : 'received',
     },
-    { at: delivery.queuedAt, what: 'queued' },
   ];
+  if (delivery.queuedAt) events.push({ at: delivery.queuedAt, what: 'queued' });
   if (delivery.takenAt) events.push({ at: delivery.takenAt, what: 'taken by a worker' });
   if (delivery.routedAt) {
     events.push({

@@ -14,6 +14,7 @@ function deliveryWith(runs: RunView[]): DeliveryView {
     receivedAt: '2026-11-23T12:00:00.000Z',
     queuedAt: '2026-11-23T12:00:00.001Z',
     record: { id: 'fb_r1', title: 'Runs of every kind' } as DeliveryView['record'],
+    recordKept: true,
     state: 'done',
     runs,
   };

@@ -1,0 +1,186 @@
+/**
+ * Writes the history (delivery-history.ts) from the worker: an entry when a delivery is routed,
+ * a line when one of its runs finishes. Writes wait at most FLUSH_EVERY_MS and go out together,
+ * one script call per batch, so a delivery costs its worker a small share of one round trip; no
+ * run waits for them. The history is for operators: a write that fails is logged and dropped
+ * (the delivery and its runs are in their jobs all the same), and a worker that dies loses what
+ * it had not yet written, never a delivery.
+ */
+import type { Logger } from '../logger.js';
+import type { RedisConnection } from '../queue/redis.js';
+import type { Delivery } from '../webhooks/delivery.js';
+import {
+  dayOf,
+  expiryOfDay,
+  historyKeys,
+  storedEntry,
+  storedOutcome,
+  type HistoryOutcome,
+} from './delivery-history.js';
+import { recordWords } from './search-terms.js';
+
+const FLUSH_EVERY_MS = 20;
+/** A batch's size: one script call holds Redis for well under a millisecond. */
+const LARGEST_BATCH = 100;
+
+/**
+ * One batch, in order. An entry is written once per delivery key (a routing that runs again, a
+ * delivery sent again after a failover: the same entry); an outcome line is appended to the entry
+ * of its delivery key. Another worker may finish a run before the entry of its routing is
+ * written: its line waits under `pending:`, and the entry takes it when it comes.
+ */
+const WRITE_HISTORY = `
+local base = ARGV[1]
+local ops = cjson.decode(ARGV[2])
+local function failed(day, seq, expireAt)
+  local term = base .. 'w:' .. day .. ':!failed'
+  redis.call('APPEND', term, struct.pack('>I4', tonumber(seq)))
+  redis.call('PEXPIREAT', term, expireAt)
+end
+for _, op in ipairs(ops) do
+  local ids = base .. 'ids:' .. op.day
+  if op.line then
+    local seq = redis.call('HGET', ids, 'k:' .. op.key)
+    if seq then
+      redis.call('APPEND', base .. 'e:' .. seq, '\\n' .. op.line)
+      if op.failed then failed(op.day, seq, op.expireAt) end
+    else
+      local pending = base .. 'pending:' .. op.day .. ':' .. op.key
+      redis.call('APPEND', pending, '\\n' .. op.line)
+      redis.call('PEXPIREAT', pending, op.expireAt)
+    end
+  elseif redis.call('HEXISTS', ids, 'k:' .. op.key) == 0 then
+    local seq = redis.call('INCR', KEYS[1])
+    local packed = struct.pack('>I4', seq)
+    local pending = base .. 'pending:' .. op.day .. ':' .. op.key
+    local early = redis.call('GET', pending) or ''
+    redis.call('SET', base .. 'e:' .. seq, op.entry .. early, 'PXAT', op.expireAt)
+    if early ~= '' then
+      redis.call('DEL', pending)
+      for line in string.gmatch(early, '[^\\n]+') do
+        if cjson.decode(line).s == 'f' then failed(op.day, seq, op.expireAt) end
+      end
+    end
+    redis.call('HSET', ids, 'k:' .. op.key, seq, 'r:' .. op.id, seq)
+    if op.f then redis.call('HSET', ids, 'f:' .. op.f, seq) end
+    redis.call('PEXPIREAT', ids, op.expireAt)
+    redis.call('SET', base .. 'first:' .. op.day, seq, 'NX', 'PXAT', op.expireAt)
+    for _, word in ipairs(op.words) do
+      local term = base .. 'w:' .. op.day .. ':' .. word
+      redis.call('APPEND', term, packed)
+      redis.call('PEXPIREAT', term, op.expireAt)
+    end
+  end
+end
+return #ops
+`;
+
+type Op =
+  | {
+      day: number;
+      expireAt: number;
+      key: string;
+      entry: string;
+      id: string;
+      f?: number;
+      words: string[];
+    }
+  | { day: number; expireAt: number; key: string; line: string; failed: boolean };
+
+export interface HistoryWriter {
+  /** A worker routed the delivery to these handlers. */
+  routed(delivery: Delivery, deliveryJobId: string, handlers: readonly string[]): void;
+  /** A run finished: completed, or failed for good. */
+  finished(delivery: Delivery, handler: string, outcome: HistoryOutcome): void;
+  /** Writes what is waiting, then stops. */
+  close(): Promise<void>;
+}
+
+type WithHistoryScript = RedisConnection & {
+  writeHistory(seqKey: string, base: string, ops: string): Promise<number>;
+};
+
+export function createHistoryWriter(options: {
+  readonly connection: RedisConnection;
+  readonly prefix: string;
+  readonly ttlSeconds: number;
+  readonly logger: Logger;
+}): HistoryWriter {
+  const { prefix, ttlSeconds, logger } = options;
+  const keys = historyKeys(prefix);
+  const connection = options.connection as WithHistoryScript;
+  connection.defineCommand('writeHistory', { numberOfKeys: 1, lua: WRITE_HISTORY });
+  let waiting: Op[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let writing: Promise<void> = Promise.resolve();
+  let failing = false;
+
+  const flush = () => {
+    timer = undefined;
+    const batches: Op[][] = [];
+    for (let start = 0; start < waiting.length; start += LARGEST_BATCH) {
+      batches.push(waiting.slice(start, start + LARGEST_BATCH));
+    }
+    waiting = [];
+    // One batch after the other, so an entry is always written before its outcomes.
+    writing = writing.then(async () => {
+      for (const batch of batches) {
+        try {
+          await connection.writeHistory(keys.seq, keys.base, JSON.stringify(batch));
+          if (failing) logger.info('history written again');
+          failing = false;
+        } catch (error) {
+          if (!failing) {
+            logger.warn(
+              { error: (error as Error).message, lines: batch.length },
+              'could not write the delivery history; its deliveries and runs are not affected',
+            );
+          }
+          failing = true;
+        }
+      }
+    });
+  };
+
+  const add = (op: Op) => {
+    waiting.push(op);
+    timer ??= setTimeout(flush, FLUSH_EVERY_MS);
+  };
+
+  const when = (delivery: Delivery) => {
+    const receivedAtMs = Date.parse(delivery.receivedAt);
+    const day = dayOf(receivedAtMs);
+    return { receivedAtMs, day, expireAt: expiryOfDay(day, ttlSeconds) };
+  };
+
+  return {
+    routed(delivery, deliveryJobId, handlers) {
+      const { receivedAtMs, day, expireAt } = when(delivery);
+      const { record } = delivery;
+      add({
+        day,
+        expireAt,
+        key: delivery.key,
+        entry: storedEntry({ key: delivery.key, deliveryJobId, record, handlers }, receivedAtMs),
+        id: record.id,
+        ...(typeof record.feedback_id === 'number' ? { f: record.feedback_id } : {}),
+        words: recordWords(record),
+      });
+    },
+    finished(delivery, handler, outcome) {
+      const { day, expireAt } = when(delivery);
+      add({
+        day,
+        expireAt,
+        key: delivery.key,
+        line: storedOutcome(handler, outcome),
+        failed: outcome.state === 'failed',
+      });
+    },
+    async close() {
+      if (timer) clearTimeout(timer);
+      flush();
+      await writing;
+    },
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * The words a delivery is found by, and those a search asks for: the same rule for both. A word
+ * is a run of letters and digits (any script), lower-cased, at least two long; so a reporter
+ * email `ana@example.com` is found by `ana@example.com`, by `ana` or by `example`.
+ */
+import type { FeedbackRecord } from '../webhooks/feedback-record.js';
+
+/** Longer runs are ids or noise, not words anyone types. */
+const LONGEST_WORD = 40;
+/** A record's description can be long; its first words are what people search for. */
+const MOST_WORDS = 300;
+
+const NOT_A_WORD = /[^\p{L}\p{N}]+/u;
+
+export function wordsOf(text: string): string[] {
+  const words = new Set<string>();
+  for (const word of text.normalize('NFKC').toLowerCase().split(NOT_A_WORD)) {
+    if (word.length >= 2 && word.length <= LONGEST_WORD) words.add(word);
+  }
+  return [...words];
+}
+
+/** What a record is found by: the words of its title, description and reporter email. */
+export function recordWords(record: FeedbackRecord): string[] {
+  const text = [record.title, record.description, record.reporter?.email]
+    .filter((part): part is string => typeof part === 'string')
+    .join(' ');
+  return wordsOf(text).slice(0, MOST_WORDS);
+}
