@@ -13,7 +13,9 @@ import { readDeliveryStats } from './queue/delivery-stats.js';
 import { createHistorySearch } from './history/history-search.js';
 import { createQuarantine } from './queue/quarantine.js';
 import { closeConnection, createConsoleConnection } from './queue/redis.js';
+import { createBulkActions } from './runs/bulk-actions.js';
 import { createDeadLetter } from './runs/dead-letter.js';
+import { readRoster } from './runs/handler-roster.js';
 import { createDeliveryLog } from './runs/delivery-log.js';
 import { createHandlerRunsQueue } from './runs/handler-runs-queue.js';
 import { createRunAgain } from './runs/restart.js';
@@ -48,6 +50,15 @@ export function openAdminConsole(
   const runs = createRunReader(deliveries, handlerRuns);
   const history = createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds });
   const markers = { connection, prefix };
+  const bulk = createBulkActions({
+    connection,
+    prefix,
+    history,
+    deliveries,
+    handlerRuns,
+    markers,
+    dedupeTtlSeconds: config.dedupeTtlSeconds,
+  });
   return {
     admin: {
       token,
@@ -59,6 +70,8 @@ export function openAdminConsole(
         deadLetter: createDeadLetter({ handlerRuns, deliveries, markers }),
         runs,
         runAgain: createRunAgain({ reader: runs, markers }),
+        bulk,
+        handlerNames: async () => (await readRoster(connection, prefix)).map((entry) => entry.name),
         queues,
         readStats: () => readDeliveryStats(connection, prefix),
         traceUrlTemplate: config.traceUrlTemplate,

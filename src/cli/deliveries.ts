@@ -1,4 +1,5 @@
-import { LIMIT_OPTION, parseLimit, UsageError, type Command } from './command.js';
+import { readBulkSelection } from '../runs/bulk-selection.js';
+import { LIMIT_OPTION, parseLimit, requireOption, UsageError, type Command } from './command.js';
 import { withQueues } from './redis-for-cli.js';
 
 export const deliveriesFailedCommand: Command = {
@@ -53,6 +54,57 @@ Queues failed handler runs again, with fresh attempts.`,
       } else {
         throw new Error(`no failed run ${id}; see feedback-receiver deliveries failed`);
       }
+    });
+  },
+};
+
+export const deliveriesRunAgainCommand: Command = {
+  name: 'deliveries run-again',
+  summary: 'run a handler on every delivery a search finds (a backfill)',
+  help: `Usage: feedback-receiver deliveries run-again --handler <name> [--since 24h]
+         [--q <text>] [--state done|failed|running] [--yes]
+
+Runs the handler on every delivery of the history that the search finds and whose
+whole record is still kept: a run that completed or failed starts afresh, and a
+delivery the handler never saw gets a run of it (a handler added today runs over
+yesterday's feedback). --q searches as the console does (feedback id, delivery
+key, words, reporter email); --since takes 30m, 24h or 7d. Without --yes it says
+how many runs it would queue and queues none. Effects may happen twice.`,
+  options: {
+    handler: { type: 'string' },
+    since: { type: 'string' },
+    q: { type: 'string' },
+    state: { type: 'string' },
+    yes: { type: 'boolean' },
+  },
+  async run(values) {
+    const handler = requireOption(values, 'handler', 'deliveries run-again');
+    const check = readBulkSelection({
+      action: 'run-again',
+      handler,
+      q: values.q,
+      state: values.state,
+      since: values.since,
+    });
+    if (!check.ok)
+      throw new UsageError(`${check.problem}; see feedback-receiver deliveries run-again --help`);
+    await withQueues(async ({ bulk }) => {
+      const plan = await bulk.plan(check.selection);
+      console.log(
+        `${plan.deliveries} deliver${plan.deliveries === 1 ? 'y' : 'ies'} found; ${plan.runs} run(s) of ${handler} to queue (records still kept).`,
+      );
+      if (values.yes !== true) {
+        if (plan.runs > 0) console.log('Nothing queued: add --yes to queue them.');
+        return;
+      }
+      const done = await bulk.run(check.selection, (progress) =>
+        console.log(`  ${progress.queued + progress.skipped} of ${progress.total}`),
+      );
+      if (done.state === 'failed')
+        throw new Error(`stopped after ${done.queued} run(s): ${done.error ?? ''}`);
+      console.log(
+        `Queued ${done.queued} run(s)${done.skipped > 0 ? `, skipped ${done.skipped} (under way or gone)` : ''}.`,
+      );
     });
   },
 };

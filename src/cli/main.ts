@@ -6,7 +6,11 @@
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { UsageError, type Command } from './command.js';
-import { deliveriesFailedCommand, deliveriesRetryCommand } from './deliveries.js';
+import {
+  deliveriesFailedCommand,
+  deliveriesRetryCommand,
+  deliveriesRunAgainCommand,
+} from './deliveries.js';
 import { demoCommand } from './demo.js';
 import { healthcheckCommand } from './healthcheck.js';
 import { hooksRegisterCommand } from './hooks-register.js';
@@ -31,6 +35,7 @@ const COMMANDS: readonly Command[] = [
   sendCommand,
   deliveriesFailedCommand,
   deliveriesRetryCommand,
+  deliveriesRunAgainCommand,
   quarantineListCommand,
   quarantineShowCommand,
   quarantineReplayCommand,

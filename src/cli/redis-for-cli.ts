@@ -1,18 +1,24 @@
 /** Connections and queues for the operator commands (deliveries, quarantine). */
 import { loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
+import { createHistorySearch } from '../history/history-search.js';
+import { createBulkActions, type BulkActions } from '../runs/bulk-actions.js';
 import { createDeadLetter } from '../runs/dead-letter.js';
 import type { DeliveryQueueProducer } from '../queue/deliveries-queue.js';
 import { openProducerQueues } from '../queue/producer-queues.js';
 import { createQuarantine } from '../queue/quarantine.js';
 import { waitForRedis } from '../queue/redis.js';
 
-/** Runs `use` with the dead letter, the quarantine and the deliveries queue, then closes them. */
+/**
+ * Runs `use` with the dead letter, the quarantine, the deliveries queue and the bulk actions, then
+ * closes them.
+ */
 export async function withQueues<T>(
   use: (queues: {
     deadLetter: ReturnType<typeof createDeadLetter>;
     quarantine: ReturnType<typeof createQuarantine>;
     deliveries: DeliveryQueueProducer;
+    bulk: BulkActions;
   }) => Promise<T>,
 ): Promise<T> {
   const config = loadWorkerConfig();
@@ -22,11 +28,18 @@ export async function withQueues<T>(
   );
   try {
     await waitForRedis(connection, config.redisUrl);
+    const prefix = config.queuePrefix;
+    const markers = { connection, prefix };
     return await use({
-      deadLetter: createDeadLetter({
-        handlerRuns,
+      deadLetter: createDeadLetter({ handlerRuns, deliveries: deliveries.queue, markers }),
+      bulk: createBulkActions({
+        connection,
+        prefix,
+        history: createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds }),
         deliveries: deliveries.queue,
-        markers: { connection, prefix: config.queuePrefix },
+        handlerRuns,
+        markers,
+        dedupeTtlSeconds: config.dedupeTtlSeconds,
       }),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
       deliveries,

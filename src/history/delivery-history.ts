@@ -14,6 +14,7 @@
  * The writes go in batches, one script call each (history-writer.ts); reads are a few commands
  * whatever is kept. A history entry is a few hundred bytes; the whole record stays in its job.
  */
+import { keyOfRecord } from '../webhooks/delivery.js';
 import type { FeedbackRecord } from '../webhooks/feedback-record.js';
 import type { RedisConnection } from '../queue/redis.js';
 
@@ -40,7 +41,7 @@ export interface HistoryEntry {
   readonly receivedAt: string;
   readonly deliveryJobId: string;
   readonly record: RecordSummary;
-  /** The handlers it was routed to. */
+  /** The handlers it was routed to, and any run on it since (a backfill). */
   readonly handlers: readonly string[];
   /** By handler, for the runs that finished; the others are under way. */
   readonly outcomes: Readonly<Record<string, HistoryOutcome>>;
@@ -51,7 +52,8 @@ interface StoredEntry {
   k: string;
   t: number;
   j: string;
-  id: string;
+  /** Left out when the key is made of it (keyOfRecord). */
+  id?: string;
   f?: number;
   p?: string;
   ti?: string;
@@ -126,7 +128,7 @@ export function storedEntry(
     k: entry.key,
     t: receivedAtMs,
     j: entry.deliveryJobId,
-    id: record.id,
+    ...(entry.key === keyOfRecord(record.id) ? {} : { id: record.id }),
     ...(record.feedback_id === undefined ? {} : { f: record.feedback_id! }),
     ...(record.project_id === undefined ? {} : { p: record.project_id! }),
     ...(record.title === undefined ? {} : { ti: record.title! }),
@@ -194,14 +196,15 @@ export function readEntry(seq: number, text: string): HistoryEntry | undefined {
     receivedAt: new Date(stored.t).toISOString(),
     deliveryJobId: stored.j,
     record: {
-      id: stored.id,
+      id: stored.id ?? stored.k.slice(keyOfRecord('').length),
       ...(stored.f === undefined ? {} : { feedback_id: stored.f }),
       ...(stored.p === undefined ? {} : { project_id: stored.p }),
       ...(stored.ti === undefined ? {} : { title: stored.ti }),
       ...(stored.ra === undefined ? {} : { rating: stored.ra }),
       ...(stored.em === undefined ? {} : { reporter: { email: stored.em } }),
     },
-    handlers: stored.h,
+    // A handler run on it later (a backfill) is one of its handlers too.
+    handlers: [...new Set([...stored.h, ...Object.keys(outcomes)])],
     outcomes,
   };
 }

@@ -12,6 +12,7 @@ import {
   type HistoryEntry,
   type HistoryKeys,
 } from './delivery-history.js';
+import { keyOfRecord } from '../webhooks/delivery.js';
 import { wordsOf } from './search-terms.js';
 
 /** Where a delivery of the history stands: some run failed for good, some is under way, or all done. */
@@ -162,7 +163,9 @@ async function matching(
 ): Promise<Uint32Array> {
   const days = keptDays(nowMs, ttlSeconds);
   const pipeline = connection.pipeline();
-  for (const day of days) pipeline.hmget(keys.ids(day), `k:${text}`, `r:${text}`, `f:${text}`);
+  // A record id is in its delivery's key, unless the sender gave a delivery id (then `r:`).
+  const fields = [`k:${text}`, `k:${keyOfRecord(text)}`, `r:${text}`, `f:${text}`];
+  for (const day of days) pipeline.hmget(keys.ids(day), ...fields);
   const exact = ((await pipeline.exec()) ?? []).flatMap(([error, values]) =>
     error
       ? []

@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
-import type { Delivery } from '../webhooks/delivery.js';
+import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import {
   dayOf,
   expiryOfDay,
@@ -41,13 +41,18 @@ for _, op in ipairs(ops) do
   local ids = base .. 'ids:' .. op.day
   if op.line then
     local seq = redis.call('HGET', ids, 'k:' .. op.key)
-    if seq then
-      redis.call('APPEND', base .. 'e:' .. seq, '\\n' .. op.line)
-      if op.failed then failed(op.day, seq, op.expireAt) end
-    else
+    if not seq then
       local pending = base .. 'pending:' .. op.day .. ':' .. op.key
       redis.call('APPEND', pending, '\\n' .. op.line)
       redis.call('PEXPIREAT', pending, op.expireAt)
+    else
+      local entry = base .. 'e:' .. seq
+      local text = redis.call('GET', entry)
+      if text then
+        -- SET, not APPEND: an appended string keeps room to grow, as large again as itself.
+        redis.call('SET', entry, text .. '\\n' .. op.line, 'KEEPTTL')
+        if op.failed then failed(op.day, seq, op.expireAt) end
+      end
     end
   elseif redis.call('HEXISTS', ids, 'k:' .. op.key) == 0 then
     local seq = redis.call('INCR', KEYS[1])
@@ -61,7 +66,8 @@ for _, op in ipairs(ops) do
         if cjson.decode(line).s == 'f' then failed(op.day, seq, op.expireAt) end
       end
     end
-    redis.call('HSET', ids, 'k:' .. op.key, seq, 'r:' .. op.id, seq)
+    redis.call('HSET', ids, 'k:' .. op.key, seq)
+    if op.r then redis.call('HSET', ids, 'r:' .. op.r, seq) end
     if op.f then redis.call('HSET', ids, 'f:' .. op.f, seq) end
     redis.call('PEXPIREAT', ids, op.expireAt)
     redis.call('SET', base .. 'first:' .. op.day, seq, 'NX', 'PXAT', op.expireAt)
@@ -81,7 +87,8 @@ type Op =
       expireAt: number;
       key: string;
       entry: string;
-      id: string;
+      /** The record's id, when the delivery's key is not made of it. */
+      r?: string;
       f?: number;
       words: string[];
     }
@@ -162,7 +169,7 @@ export function createHistoryWriter(options: {
         expireAt,
         key: delivery.key,
         entry: storedEntry({ key: delivery.key, deliveryJobId, record, handlers }, receivedAtMs),
-        id: record.id,
+        ...(delivery.key === keyOfRecord(record.id) ? {} : { r: record.id }),
         ...(typeof record.feedback_id === 'number' ? { f: record.feedback_id } : {}),
         words: recordWords(record),
       });

@@ -1,7 +1,8 @@
 /**
  * The words a delivery is found by, and those a search asks for: the same rule for both. A word
- * is a run of letters and digits (any script), lower-cased, at least two long; so a reporter
- * email `ana@example.com` is found by `ana@example.com`, by `ana` or by `example`.
+ * is a run of letters and digits (any script), lower-cased, at least two long, and not one of a
+ * few English words every text has; so a reporter email `ana@example.com` is found by
+ * `ana@example.com`, by `ana` or by `example`.
  */
 import type { FeedbackRecord } from '../webhooks/feedback-record.js';
 
@@ -12,10 +13,20 @@ const MOST_WORDS = 300;
 
 const NOT_A_WORD = /[^\p{L}\p{N}]+/u;
 
+/**
+ * English words in nearly every description: a search for one would find everything, and their
+ * lists would be most of the history's memory. Left out of records and searches alike.
+ */
+const STOP_WORDS = new Set(
+  'an and are as at be but by for from had has have he her his if in is it its me my no not of on or our she so than that the their them then there they this to was we were what when which who will with you your'.split(
+    ' ',
+  ),
+);
+
 export function wordsOf(text: string): string[] {
   const words = new Set<string>();
   for (const word of text.normalize('NFKC').toLowerCase().split(NOT_A_WORD)) {
-    if (word.length >= 2 && word.length <= LONGEST_WORD) words.add(word);
+    if (word.length >= 2 && word.length <= LONGEST_WORD && !STOP_WORDS.has(word)) words.add(word);
   }
   return [...words];
 }

@@ -125,7 +125,7 @@ export function interpretPayload(body: Uint8Array, options: InterpretOptions): I
   return {
     kind: 'delivery',
     delivery: {
-      key: options.deliveryId ?? `${event}:${record.id}`,
+      key: options.deliveryId ?? keyOfRecord(record.id),
       event,
       receivedAt: options.receivedAt.toISOString(),
       record,
@@ -196,6 +196,11 @@ const READABLE_ID_LENGTH = 200;
  * digits, so the key is percent-encoded (which encodes `:`) behind a letter prefix; a very long
  * key is hashed instead. The two forms have different prefixes and so can never collide.
  */
+/** A delivery's key when the sender gives no delivery id: the event and the record's id. */
+export function keyOfRecord(recordId: string): string {
+  return `${FEEDBACK_CREATED}:${recordId}`;
+}
+
 export function deduplicationIdFor(key: string): string {
   const readable = encodeURIComponent(key);
   return readable.length <= READABLE_ID_LENGTH

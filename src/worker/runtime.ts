@@ -21,6 +21,7 @@ import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createHistoryWriter } from '../history/history-writer.js';
+import { announceHandlers } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
@@ -163,6 +164,12 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     deliveriesWorker.worker.waitUntilReady(),
     handlersWorker.worker.waitUntilReady(),
   ]);
+  // The console offers these by name, and a backfill gives a new run the handler's attempts.
+  await announceHandlers(
+    connection,
+    prefix,
+    handlers.map(({ name, attempts }) => ({ name, attempts })),
+  );
   logger.info({ handlers: handlers.map((handler) => handler.name), concurrency }, 'worker started');
 
   let closing: Promise<void> | undefined;

@@ -100,6 +100,34 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(triaged).toMatchObject({ priority: 'Critical', type_id: 1, type: 'Bug' });
   });
 
+  it('runs a handler again on what a search finds, once told --yes', async () => {
+    const record = await createRecord('prj_shop', {
+      title: 'It crashes after the backfill',
+      priority_id: 2,
+    });
+    await vi.waitFor(async () => expect((await recordInSandbox(record.id)).priority_id).toBe(4), {
+      timeout: 10_000,
+    });
+    const args = ['deliveries', 'run-again', '--handler', 'auto-triage', '--since', '1h'];
+    // The history is written a moment after the run.
+    const planned = await vi.waitFor(
+      async () => {
+        const result = await cli([...args, '--q', record.id], redisEnv());
+        expect(result.output).toContain('1 delivery found; 1 run(s) of auto-triage to queue');
+        return result;
+      },
+      { timeout: 10_000 },
+    );
+    expect(planned).toMatchObject({ code: 0 });
+    expect(planned.output).toContain('Nothing queued: add --yes to queue them.');
+    const queued = await cli([...args, '--q', record.id, '--yes'], redisEnv());
+    expect(queued).toMatchObject({ code: 0 });
+    expect(queued.output).toContain('Queued 1 run(s).');
+    const unknown = await cli(['deliveries', 'run-again', '--handler', 'nobody'], redisEnv());
+    expect(unknown.code).toBe(1);
+    expect(unknown.output).toMatch(/no worker has started with a handler named "nobody"/);
+  });
+
   it('generates a strong secret and shows it once when none is given', async () => {
     const registered = await cli(
       ['hooks', 'register', '--project', 'prj_shop', '--url', 'http://127.0.0.1:9/elsewhere'],
@@ -273,6 +301,7 @@ describe('feedback-receiver usage', () => {
     ['send'],
     ['deliveries', 'failed'],
     ['deliveries', 'retry'],
+    ['deliveries', 'run-again'],
     ['quarantine', 'list'],
     ['quarantine', 'show'],
     ['quarantine', 'replay'],
@@ -292,6 +321,8 @@ describe('feedback-receiver usage', () => {
     [['quarantine', 'show'], /quarantine show takes 1 argument\(s\), got 0/],
     [['hooks', 'register', '--project', 'p'], /hooks register needs --url/],
     [['deliveries', 'retry'], /give one run id or --all/],
+    [['deliveries', 'run-again'], /deliveries run-again needs --handler/],
+    [['deliveries', 'run-again', '--handler', 'x', '--since', '1y'], /since: expected a number/],
   ])('answers wrong usage %j with exit code 2 and one sentence', async (args, message) => {
     const result = await cli(args);
     expect(result.code).toBe(2);

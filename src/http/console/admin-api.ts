@@ -4,7 +4,10 @@
  */
 import express, { type Router } from 'express';
 import { z } from 'zod';
+import { BulkSelectionError } from '../../runs/bulk-actions.js';
+import { readBulkSelection } from '../../runs/bulk-selection.js';
 import { sendProblem } from '../send-problem.js';
+import { CONSOLE_PATH } from './pages.js';
 import type { ConsoleSources } from './console-sources.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
 import { readDeadLetter, readOverview, readQuarantine } from './overview.js';
@@ -12,7 +15,7 @@ import { readDeadLetter, readOverview, readQuarantine } from './overview.js';
 const GroupSchema = z.strictObject({ handler: z.string(), reason: z.string() });
 
 export function createAdminApi(sources: ConsoleSources): Router {
-  const { deliveryLog, quarantine, deliveries, deadLetter, runAgain } = sources;
+  const { deliveryLog, quarantine, deliveries, deadLetter, runAgain, bulk } = sources;
   const api = express.Router();
 
   api.get('/overview', async (_req, res) => {
@@ -24,6 +27,28 @@ export function createAdminApi(sources: ConsoleSources): Router {
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const page = await deliveryLog.list(check.query);
     res.json({ ...page, offset: check.query.offset, limit: check.query.limit });
+  });
+
+  // A bulk action: its plan (how many runs it would queue), its start, and its progress.
+  api.post('/deliveries/bulk/plan', express.json({ limit: '16kb' }), async (req, res) => {
+    const check = readBulkSelection(jsonFields(req.body));
+    if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
+    const plan = await planned(() => bulk.plan(check.selection), res);
+    if (plan) res.json(plan);
+  });
+
+  api.post('/deliveries/bulk', express.json({ limit: '16kb' }), async (req, res) => {
+    const check = readBulkSelection(jsonFields(req.body));
+    if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
+    const progress = await planned(() => bulk.start(check.selection), res);
+    if (!progress) return;
+    res.status(202).location(`${CONSOLE_PATH}/api/deliveries/bulk/${progress.id}`).json(progress);
+  });
+
+  api.get('/deliveries/bulk/:id', async (req, res) => {
+    const progress = await bulk.progress(req.params.id);
+    if (!progress) return notFound(res, 'bulk action');
+    res.json(progress);
   });
 
   api.get('/deliveries/:key', async (req, res) => {
@@ -105,6 +130,27 @@ export function createAdminApi(sources: ConsoleSources): Router {
 
   api.use((_req, res) => sendProblem(res, 'NOT_FOUND', 'No such endpoint; see docs/admin-api.md.'));
   return api;
+}
+
+/** A JSON body's fields; anything else (an array, a string) has none, and fails the check. */
+function jsonFields(body: unknown): Record<string, unknown> {
+  return typeof body === 'object' && body !== null && !Array.isArray(body)
+    ? (body as Record<string, unknown>)
+    : { action: undefined };
+}
+
+/** Runs a plan or a start; a selection it cannot act on (an unknown handler) answers 400. */
+export async function planned<T>(
+  act: () => Promise<T>,
+  res: express.Response,
+): Promise<T | undefined> {
+  try {
+    return await act();
+  } catch (error) {
+    if (!(error instanceof BulkSelectionError)) throw error;
+    sendProblem(res, 'BAD_REQUEST', error.message);
+    return undefined;
+  }
 }
 
 function notFound(res: express.Response, what: string): void {

@@ -59,4 +59,7 @@ for (const element of document.querySelectorAll('time[datetime]')) {
   element.title = date.toISOString().replace('T', ' ').replace(/\\.\\d+Z$/, ' UTC');
   element.textContent = date.toLocaleString();
 }
+// A page of something under way (a bulk action's progress) shows it again after a while.
+const reload = document.querySelector('[data-reload-after]');
+if (reload) setTimeout(() => location.reload(), Number(reload.getAttribute('data-reload-after')) * 1000);
 `;

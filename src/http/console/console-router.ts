@@ -5,7 +5,15 @@
  */
 import express, { type Request, type Response, type Router } from 'express';
 import { sendProblem } from '../send-problem.js';
-import { createAdminApi } from './admin-api.js';
+import { readBulkSelection } from '../../runs/bulk-selection.js';
+import { createAdminApi, planned } from './admin-api.js';
+import {
+  BULK_PATH,
+  bulkChooseHandlerPage,
+  bulkConfirmPage,
+  bulkOffer,
+  bulkProgressPage,
+} from './bulk-pages.js';
 import type { ConsoleSources } from './console-sources.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
@@ -29,7 +37,7 @@ import {
 } from './pages.js';
 
 export function createConsoleRouter(sources: ConsoleSources): Router {
-  const { deliveryLog, quarantine, deliveries, deadLetter, runs, runAgain } = sources;
+  const { deliveryLog, quarantine, deliveries, deadLetter, runs, runAgain, bulk } = sources;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
   const router = express.Router();
   router.use('/api', createAdminApi(sources));
@@ -44,7 +52,42 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   router.get('/deliveries', async (req, res) => {
     const check = readDeliveriesQuery(req.query);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
-    page(res, 200, deliveriesPage(await deliveryLog.list(check.query), check.query));
+    const found = await deliveryLog.list(check.query);
+    page(res, 200, deliveriesPage(found, check.query, bulkOffer(check.query)));
+  });
+
+  // A bulk action: choose (run-again's handler), confirm with the count, then follow it.
+  router.get('/deliveries/bulk', async (req, res) => {
+    const fields = req.query as Record<string, unknown>;
+    const choosing = fields.action === 'run-again' && oneValue(fields.handler) === undefined;
+    // Without its handler yet, the rest of the selection is checked as it is.
+    const check = readBulkSelection(choosing ? { ...fields, action: 'retry' } : fields);
+    if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
+    if (choosing) {
+      const selection = { ...check.selection, action: 'run-again' as const };
+      return page(res, 200, bulkChooseHandlerPage(selection, await sources.handlerNames()));
+    }
+    const plan = await planned(() => bulk.plan(check.selection), res);
+    if (plan) page(res, 200, bulkConfirmPage(plan, oneValue(fields.since)));
+  });
+
+  router.post('/deliveries/bulk', form, async (req, res) => {
+    const fields = (req.body ?? {}) as Record<string, unknown>;
+    const check = readBulkSelection(fields);
+    if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
+    if (fields.confirm !== 'yes') {
+      const { confirm: _confirm, ...rest } = fields;
+      const query = new URLSearchParams(rest as Record<string, string>).toString();
+      return res.redirect(303, `${BULK_PATH}?${query}`);
+    }
+    const progress = await planned(() => bulk.start(check.selection), res);
+    if (progress) res.redirect(303, `${BULK_PATH}/${progress.id}`);
+  });
+
+  router.get('/deliveries/bulk/:id', async (req, res) => {
+    const progress = await bulk.progress(req.params.id);
+    if (progress) page(res, 200, bulkProgressPage(progress));
+    else page(res, 404, notFoundPage('bulk action', req.params.id));
   });
 
   router.get('/deliveries/:key', async (req, res) => {

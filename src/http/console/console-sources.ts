@@ -3,6 +3,7 @@ import type { Queue } from 'bullmq';
 import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
 import type { StatsSnapshot } from '../../queue/delivery-stats.js';
 import type { Quarantine } from '../../queue/quarantine.js';
+import type { BulkActions } from '../../runs/bulk-actions.js';
 import type { DeadLetter } from '../../runs/dead-letter.js';
 import type { DeliveryLog } from '../../runs/delivery-log.js';
 import type { RunAgain } from '../../runs/restart.js';
@@ -18,6 +19,10 @@ export interface ConsoleSources {
   readonly runs: RunReader;
   /** Runs a handler again on a delivery it handled. */
   readonly runAgain: RunAgain;
+  /** Retries or runs again every run of a search result, in batches. */
+  readonly bulk: BulkActions;
+  /** The handlers workers have, by name (see handler-roster.ts). */
+  handlerNames(): Promise<string[]>;
   /** The queues whose depths the overview shows. */
   readonly queues: readonly Queue[];
   /** What the receivers answered, per minute (see delivery-stats.ts). */

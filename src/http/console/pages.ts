@@ -53,7 +53,8 @@ export function layout(title: string, body: Html): Html {
     </html> `;
 }
 
-export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
+/** `actions`: what the operator can do with the result (bulk-pages.ts), under the list. */
+export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery, actions?: Html): Html {
   const rows = page.deliveries.map((delivery) =>
     delivery.state === 'quarantined'
       ? html`<tr>
@@ -126,7 +127,7 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery): Html {
                   ${rows}
                 </tbody>
               </table>
-              ${pager(page, query)}`
+              ${pager(page, query)} ${actions ?? ''}`
       }`,
   );
 }
@@ -259,7 +260,10 @@ export function deliveryPage(
 }
 
 /** A delivery, or a quarantine entry, that is not kept (or never was). */
-export function notFoundPage(what: 'delivery' | 'quarantine entry', id: string): Html {
+export function notFoundPage(
+  what: 'delivery' | 'quarantine entry' | 'bulk action',
+  id: string,
+): Html {
   return layout(
     'Not found',
     html`<h1>Not found</h1>
@@ -267,8 +271,10 @@ export function notFoundPage(what: 'delivery' | 'quarantine entry', id: string):
         No ${what} <code>${id}</code> is kept.
         ${
           what === 'delivery'
-            ? 'Completed deliveries are kept for COMPLETED_JOB_RETENTION_SECONDS, failed ones 7 days.'
-            : 'A replayed or deleted entry leaves the quarantine.'
+            ? 'The delivery history keeps deliveries for DEDUPE_TTL_SECONDS.'
+            : what === 'bulk action'
+              ? 'A bulk action’s progress is kept for a day.'
+              : 'A replayed or deleted entry leaves the quarantine.'
         }
       </p>`,
   );

@@ -1,0 +1,260 @@
+/**
+ * An operator acts on a search result at once: `retry` starts every run in it that failed for
+ * good afresh; `run-again` runs one handler again on every delivery in it whose record is still
+ * kept, a backfill (a handler added today runs over yesterday's feedback): a run that completed or
+ * failed starts afresh, and a delivery the handler never saw gets a run of it.
+ *
+ * First a plan (what the search finds, read from the history, and how many runs it would queue,
+ * which the console's confirmation states), then its runs go out in batches of BATCH, each a
+ * round trip or a few, with the progress written to Redis after each (`progress(id)`), so the
+ * console and its API show it, and a sender's delivery never waits behind the whole lot.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import type { HistoryEntry } from '../history/delivery-history.js';
+import type { HistorySearch, HistoryState } from '../history/history-search.js';
+import type { RedisConnection } from '../queue/redis.js';
+import { readDelivery, type Delivery } from '../webhooks/delivery.js';
+import { addRuns, runJobId, type HandlerRunData } from './handler-runs-queue.js';
+import { readRoster } from './handler-roster.js';
+import { startAfresh, type SuccessMarkers } from './restart.js';
+
+export type BulkAction = 'retry' | 'run-again';
+
+export interface BulkSelection {
+  readonly action: BulkAction;
+  /** The search, as the deliveries page takes it. */
+  readonly q?: string | undefined;
+  readonly state?: HistoryState | undefined;
+  /** Only deliveries received this many milliseconds ago or later. */
+  readonly sinceMs?: number | undefined;
+  /** `run-again`: the handler to run. */
+  readonly handler?: string | undefined;
+}
+
+export interface BulkPlan {
+  readonly selection: BulkSelection;
+  /** Deliveries the search found (at most MOST_DELIVERIES). */
+  readonly deliveries: number;
+  /** The runs it will queue, at most: one may have moved on before its turn, and is skipped. */
+  readonly runs: number;
+}
+
+export interface BulkProgress {
+  readonly id: string;
+  readonly selection: BulkSelection;
+  readonly total: number;
+  readonly queued: number;
+  /** Runs that were no longer as planned at their turn (under way, gone, the record gone). */
+  readonly skipped: number;
+  readonly state: 'running' | 'done' | 'failed';
+  readonly startedAt: string;
+  readonly finishedAt?: string;
+  readonly error?: string;
+}
+
+/** Why a selection cannot be planned: the console and the API answer 400 with it. */
+export class BulkSelectionError extends Error {}
+
+/** Deliveries one action reaches at most. */
+export const MOST_DELIVERIES = 10_000;
+/** Runs queued between two progress writes. */
+const BATCH = 50;
+/** How long the progress of an action stays readable. */
+const PROGRESS_TTL_SECONDS = 86_400;
+
+interface Target {
+  readonly deliveryKey: string;
+  readonly deliveryJobId: string;
+  readonly handler: string;
+}
+
+export interface BulkActions {
+  plan(selection: BulkSelection): Promise<BulkPlan>;
+  /** Starts the action and answers at once; `progress` follows it. */
+  start(selection: BulkSelection): Promise<BulkProgress>;
+  /** Runs the action to its end (the CLI), calling `onBatch` after each batch. */
+  run(selection: BulkSelection, onBatch?: (progress: BulkProgress) => void): Promise<BulkProgress>;
+  progress(id: string): Promise<BulkProgress | undefined>;
+}
+
+export function createBulkActions(options: {
+  readonly connection: RedisConnection;
+  readonly prefix: string;
+  readonly history: HistorySearch;
+  readonly deliveries: Queue<Delivery>;
+  readonly handlerRuns: Queue<HandlerRunData>;
+  readonly markers: SuccessMarkers;
+  readonly dedupeTtlSeconds: number;
+}): BulkActions {
+  const { connection, prefix, history, deliveries, handlerRuns, markers } = options;
+  const progressKey = (id: string) => `${prefix}:bulk:${id}`;
+
+  async function targets(selection: BulkSelection): Promise<{ found: number; runs: Target[] }> {
+    if (selection.action === 'run-again' && !selection.handler) {
+      throw new BulkSelectionError('run-again needs a handler');
+    }
+    const since = selection.sinceMs === undefined ? 0 : Date.now() - selection.sinceMs;
+    const runs: Target[] = [];
+    let found = 0;
+    for (let offset = 0; offset < MOST_DELIVERIES; offset += 100) {
+      const page = await history.search({
+        q: selection.q,
+        state: selection.state,
+        offset,
+        limit: Math.min(100, MOST_DELIVERIES - offset),
+      });
+      // Newest first: past `since`, everything older is too.
+      const recent = page.entries.filter((entry) => Date.parse(entry.receivedAt) >= since);
+      found += recent.length;
+      for (const entry of recent) runs.push(...targetsOf(entry, selection));
+      if (recent.length < page.entries.length || page.entries.length < 100) break;
+    }
+    if (selection.action === 'run-again') return { found, runs: await stillKept(runs) };
+    return { found, runs };
+  }
+
+  /** The targets whose delivery's job (its whole record) is still kept: a backfill needs it. */
+  async function stillKept(runs: readonly Target[]): Promise<Target[]> {
+    const kept: Target[] = [];
+    for (let start = 0; start < runs.length; start += 100) {
+      const batch = runs.slice(start, start + 100);
+      const states = await Promise.all(
+        batch.map((target) => deliveries.getJobState(target.deliveryJobId)),
+      );
+      kept.push(...batch.filter((_, index) => states[index] !== 'unknown'));
+    }
+    return kept;
+  }
+
+  async function act(
+    target: Target,
+    selection: BulkSelection,
+    attempts: number | undefined,
+  ): Promise<boolean> {
+    const id = runJobId(target.deliveryJobId, target.handler);
+    const job = await handlerRuns.getJob(id);
+    if (job) {
+      const state = await job.getState();
+      if (state === 'failed') return startAfresh(job, 'failed', markers);
+      if (state === 'completed' && selection.action === 'run-again') {
+        return startAfresh(job, 'completed', markers);
+      }
+      return false;
+    }
+    if (selection.action !== 'run-again') return false;
+    // The handler never saw this delivery (or its run is gone): a new run, while the record is kept.
+    const deliveryJob = await deliveries.getJob(target.deliveryJobId);
+    const read = deliveryJob ? readDelivery(deliveryJob.data) : undefined;
+    if (!read?.ok || attempts === undefined) return false;
+    await addRuns(
+      handlerRuns,
+      { deliveryJobId: target.deliveryJobId, delivery: read.delivery },
+      [{ handler: target.handler, attempts }],
+      { dedupeTtlSeconds: options.dedupeTtlSeconds },
+    );
+    return true;
+  }
+
+  async function save(progress: BulkProgress): Promise<void> {
+    await connection.set(
+      progressKey(progress.id),
+      JSON.stringify(progress),
+      'EX',
+      PROGRESS_TTL_SECONDS,
+    );
+  }
+
+  async function execute(
+    { progress, runs, attempts }: Awaited<ReturnType<typeof begin>>,
+    onBatch?: (progress: BulkProgress) => void,
+  ): Promise<BulkProgress> {
+    let current = progress;
+    try {
+      for (let start = 0; start < runs.length; start += BATCH) {
+        const done = await Promise.all(
+          runs
+            .slice(start, start + BATCH)
+            .map((target) => act(target, progress.selection, attempts)),
+        );
+        const queued = done.filter(Boolean).length;
+        current = {
+          ...current,
+          queued: current.queued + queued,
+          skipped: current.skipped + done.length - queued,
+        };
+        await save(current);
+        onBatch?.(current);
+      }
+      current = { ...current, state: 'done', finishedAt: new Date().toISOString() };
+    } catch (error) {
+      current = {
+        ...current,
+        state: 'failed',
+        finishedAt: new Date().toISOString(),
+        error: (error as Error).message,
+      };
+    }
+    await save(current).catch(() => {});
+    return current;
+  }
+
+  /** The handler's attempts for a new run, from the roster its workers write. */
+  async function attemptsOf(selection: BulkSelection): Promise<number | undefined> {
+    if (selection.action !== 'run-again') return undefined;
+    const roster = await readRoster(connection, prefix);
+    const attempts = roster.find((entry) => entry.name === selection.handler)?.attempts;
+    if (attempts === undefined) {
+      throw new BulkSelectionError(
+        `no worker has started with a handler named "${selection.handler ?? ''}"`,
+      );
+    }
+    return attempts;
+  }
+
+  async function begin(selection: BulkSelection) {
+    const attempts = await attemptsOf(selection);
+    const { runs } = await targets(selection);
+    const progress: BulkProgress = {
+      id: randomUUID(),
+      selection,
+      total: runs.length,
+      queued: 0,
+      skipped: 0,
+      state: 'running',
+      startedAt: new Date().toISOString(),
+    };
+    await save(progress);
+    return { progress, runs, attempts };
+  }
+
+  return {
+    async plan(selection) {
+      await attemptsOf(selection);
+      const { found, runs } = await targets(selection);
+      return { selection, deliveries: found, runs: runs.length };
+    },
+    async start(selection) {
+      const begun = await begin(selection);
+      // It goes on after the answer; its progress is in Redis.
+      void execute(begun);
+      return begun.progress;
+    },
+    async run(selection, onBatch) {
+      return execute(await begin(selection), onBatch);
+    },
+    async progress(id) {
+      const stored = await connection.get(progressKey(id));
+      return stored === null ? undefined : (JSON.parse(stored) as BulkProgress);
+    },
+  };
+}
+
+/** The runs an action takes from one delivery of the result. */
+function targetsOf(entry: HistoryEntry, selection: BulkSelection): Target[] {
+  const base = { deliveryKey: entry.key, deliveryJobId: entry.deliveryJobId };
+  if (selection.action === 'run-again') return [{ ...base, handler: selection.handler! }];
+  return Object.entries(entry.outcomes)
+    .filter(([, outcome]) => outcome.state === 'failed')
+    .map(([handler]) => ({ ...base, handler }));
+}

@@ -1,0 +1,53 @@
+/**
+ * A bulk action's selection as the console's form, its API and the CLI give it: the action, the
+ * handler (for `run-again`), the search (`q`, `state`) and how far back (`since`: 30m, 24h, 7d).
+ */
+import { z } from 'zod';
+import type { BulkSelection } from './bulk-actions.js';
+
+const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+const Since = z
+  .string()
+  .regex(/^\d{1,5}[mhd]$/, 'expected a number and a unit, e.g. 30m, 24h or 7d')
+  .transform((text) => Number(text.slice(0, -1)) * UNIT_MS[text.slice(-1) as keyof typeof UNIT_MS]);
+
+const BulkSelectionSchema = z
+  .strictObject({
+    action: z.enum(['retry', 'run-again']),
+    handler: z.string().min(1).max(200).optional(),
+    q: z.string().max(200, 'expected at most 200 characters').optional(),
+    state: z.enum(['running', 'done', 'failed']).optional(),
+    since: Since.optional(),
+  })
+  .refine((selection) => selection.action !== 'run-again' || selection.handler !== undefined, {
+    message: 'run-again needs a handler',
+    path: ['handler'],
+  });
+
+export type SelectionCheck =
+  | { readonly ok: true; readonly selection: BulkSelection }
+  | { readonly ok: false; readonly problem: string };
+
+/** Reads a selection; empty fields count as absent, and form fields such as `confirm` are ignored. */
+export function readBulkSelection(fields: Record<string, unknown>): SelectionCheck {
+  const { confirm: _confirm, ...rest } = fields;
+  const present = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== ''));
+  const parsed = BulkSelectionSchema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.');
+    const message =
+      issue.code === 'unrecognized_keys'
+        ? 'unknown field; expected action, handler, q, state or since'
+        : issue.code === 'invalid_type'
+          ? 'expected one value'
+          : issue.message;
+    return { ok: false, problem: `${name}: ${message}` };
+  }
+  const { since, ...selection } = parsed.data;
+  return {
+    ok: true,
+    selection: { ...selection, ...(since === undefined ? {} : { sinceMs: since }) },
+  };
+}

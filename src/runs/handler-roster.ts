@@ -1,0 +1,47 @@
+/**
+ * The handlers workers have: each worker writes its own at start (name and attempts), so the
+ * console can offer them by name and a backfill can give a new run the attempts its handler has.
+ * An entry lasts ROSTER_TTL_SECONDS after the last worker that has it started.
+ */
+import type { RedisConnection } from '../queue/redis.js';
+
+export interface RosterEntry {
+  readonly name: string;
+  readonly attempts: number;
+}
+
+/** A handler no worker has started with for a week is no longer offered. */
+const ROSTER_TTL_SECONDS = 7 * 86_400;
+
+const rosterKey = (prefix: string) => `${prefix}:handler-roster`;
+
+export async function announceHandlers(
+  connection: RedisConnection,
+  prefix: string,
+  handlers: readonly RosterEntry[],
+): Promise<void> {
+  if (handlers.length === 0) return;
+  const fields = handlers.flatMap(({ name, attempts }) => [name, JSON.stringify({ attempts })]);
+  await connection
+    .multi()
+    .hset(rosterKey(prefix), ...fields)
+    .expire(rosterKey(prefix), ROSTER_TTL_SECONDS)
+    .exec();
+}
+
+export async function readRoster(
+  connection: RedisConnection,
+  prefix: string,
+): Promise<RosterEntry[]> {
+  const stored = await connection.hgetall(rosterKey(prefix));
+  return Object.entries(stored)
+    .flatMap(([name, value]) => {
+      try {
+        const { attempts } = JSON.parse(value) as { attempts?: unknown };
+        return typeof attempts === 'number' ? [{ name, attempts }] : [];
+      } catch {
+        return [];
+      }
+    })
+    .sort((a, b) => a.name.localeCompare(b.name));
+}

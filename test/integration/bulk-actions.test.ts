@@ -1,0 +1,149 @@
+/**
+ * Acting on a search result, over the console's JSON API against a real worker: retry every run
+ * the search finds failed, and run a handler added later over deliveries it never saw (a
+ * backfill), with the count stated first and the progress followed; and the refusals.
+ */
+import type { Express } from 'express';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { defineHandler } from '../../src/worker/handler.js';
+import type { WorkerRuntime } from '../../src/worker/runtime.js';
+import { createTestAdminApp } from '../helpers/admin-app.js';
+import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+
+const TOKEN = 'bulk-token-4d1f0a';
+const bearer = `Bearer ${TOKEN}`;
+
+let env: TestWorkerEnv;
+let app: Express;
+let worker: WorkerRuntime;
+let picky = true;
+const late: string[] = [];
+
+const handlers = [
+  defineHandler({
+    name: 'picky',
+    attempts: 1,
+    handle: ({ record }) => {
+      if (picky && record.title?.toLowerCase().includes('refund')) throw new Error('picky said no');
+    },
+  }),
+];
+const lateHandler = defineHandler({
+  name: 'late',
+  handle: ({ record }) => void late.push(record.id),
+});
+
+beforeAll(async () => {
+  env = await createTestWorkerEnv();
+  worker = await env.startWorker({ handlers });
+  for (const [id, title] of [
+    ['fb_b1', 'Refund never came'],
+    ['fb_b2', 'Love it'],
+    ['fb_b3', 'Second refund request'],
+    ['fb_b4', 'Slow page'],
+  ]) {
+    await env.deliver({ id: id!, title: title! });
+  }
+  await env.completedRuns(2);
+  await env.failedRuns(2);
+  await env.historyHolds(4);
+  app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
+}, 30_000);
+
+afterAll(() => env?.close());
+
+const post = (path: string, body: object) =>
+  request(app).post(path).set('Authorization', bearer).send(body);
+const progressOf = async (id: string) =>
+  (
+    await request(app)
+      .get(`/admin/api/deliveries/bulk/${id}`)
+      .set('Authorization', bearer)
+      .expect(200)
+  ).body;
+
+describe('POST /admin/api/deliveries/bulk', () => {
+  it('retries every failed run a search finds, after saying how many', async () => {
+    const plan = await post('/admin/api/deliveries/bulk/plan', {
+      action: 'retry',
+      q: 'refund',
+    }).expect(200);
+    expect(plan.body).toMatchObject({ deliveries: 2, runs: 2 });
+
+    picky = false;
+    const started = await post('/admin/api/deliveries/bulk', {
+      action: 'retry',
+      q: 'refund',
+    }).expect(202);
+    expect(started.headers.location).toBe(`/admin/api/deliveries/bulk/${started.body.id}`);
+    await vi.waitFor(async () =>
+      expect(await progressOf(started.body.id)).toMatchObject({
+        state: 'done',
+        queued: 2,
+        total: 2,
+      }),
+    );
+    await env.completedRuns(4);
+    await vi.waitFor(async () => {
+      const { body } = await request(app)
+        .get('/admin/api/deliveries?state=failed')
+        .set('Authorization', bearer);
+      expect(body.total).toBe(0);
+    });
+  });
+
+  it('runs a handler added later over the deliveries it never saw (a backfill)', async () => {
+    // A worker that has the new handler starts; it says so in the roster.
+    await env.startWorker({ handlers: [...handlers, lateHandler] });
+    await worker.close(1_000);
+    const plan = await post('/admin/api/deliveries/bulk/plan', {
+      action: 'run-again',
+      handler: 'late',
+      since: '1h',
+    }).expect(200);
+    expect(plan.body).toMatchObject({ deliveries: 4, runs: 4 });
+    const started = await post('/admin/api/deliveries/bulk', {
+      action: 'run-again',
+      handler: 'late',
+      since: '1h',
+    }).expect(202);
+    await vi.waitFor(async () =>
+      expect(await progressOf(started.body.id)).toMatchObject({ state: 'done', queued: 4 }),
+    );
+    await vi.waitFor(() => expect(late.sort()).toEqual(['fb_b1', 'fb_b2', 'fb_b3', 'fb_b4']));
+    // The history says so too.
+    await vi.waitFor(async () => {
+      const { body } = await request(app)
+        .get('/admin/api/deliveries?q=fb_b2')
+        .set('Authorization', bearer);
+      expect(body.deliveries[0].runs).toEqual(
+        expect.arrayContaining([expect.objectContaining({ handler: 'late', state: 'completed' })]),
+      );
+    });
+  });
+
+  it.each([
+    [
+      { action: 'run-again', handler: 'nobody-has-it' },
+      /no worker has started with a handler named "nobody-has-it"/,
+    ],
+    [{ action: 'run-again' }, /handler: run-again needs a handler/],
+    [{ action: 'retry', since: 'yesterday' }, /since: expected a number and a unit/],
+    [{ action: 'delete' }, /action: /],
+    [{ action: 'retry', sort: 'title' }, /sort: unknown field/],
+    [[], /action: /],
+  ])('answers 400 to %j', async (body, detail) => {
+    const response = await post('/admin/api/deliveries/bulk', body).expect(400);
+    expect(response.body).toMatchObject({ code: 'BAD_REQUEST' });
+    expect(response.body.detail).toMatch(detail);
+  });
+
+  it('refuses a cross-site POST, and one without the token', async () => {
+    const refused = await post('/admin/api/deliveries/bulk', { action: 'retry' })
+      .set('Sec-Fetch-Site', 'cross-site')
+      .expect(403);
+    expect(refused.body).toMatchObject({ code: 'CROSS_SITE_REQUEST' });
+    await request(app).post('/admin/api/deliveries/bulk').send({ action: 'retry' }).expect(401);
+  });
+});
