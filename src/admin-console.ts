@@ -78,6 +78,7 @@ export function openAdminConsole(
       },
     },
     close: async () => {
+      await bulk.close();
       await Promise.all(queues.map((queue) => queue.close()));
       await closeConnection(connection);
     },

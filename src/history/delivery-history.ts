@@ -71,6 +71,9 @@ interface StoredOutcome {
   x?: unknown;
 }
 
+/** The outcome of a delivery's routing, kept only when it failed for good (and once it is redone). */
+export const ROUTING = 'routing';
+
 export const LONGEST_TITLE = 200;
 const LONGEST_REASON = 300;
 const RESULT_BUDGET = 400;
@@ -177,9 +180,13 @@ export function readEntry(seq: number, text: string): HistoryEntry | undefined {
     return undefined;
   }
   const outcomes: Record<string, HistoryOutcome> = {};
+  const latest: Record<string, number> = {};
   for (const line of rest) {
     try {
       const outcome = JSON.parse(line) as StoredOutcome;
+      // Lines come in the order workers wrote them; the newest outcome is the one that holds.
+      if ((latest[outcome.h] ?? -Infinity) > outcome.at) continue;
+      latest[outcome.h] = outcome.at;
       outcomes[outcome.h] = {
         state: outcome.s === 'c' ? 'completed' : 'failed',
         at: new Date(outcome.at).toISOString(),
@@ -215,10 +222,17 @@ export async function readEntries(
   keys: HistoryKeys,
   seqs: readonly number[],
 ): Promise<HistoryEntry[]> {
-  if (seqs.length === 0) return [];
-  const texts = await connection.mget(...seqs.map((seq) => keys.entry(seq)));
-  return texts.flatMap((text, index) => {
-    const entry = text === null ? undefined : readEntry(seqs[index]!, text);
-    return entry ? [entry] : [];
-  });
+  const entries: HistoryEntry[] = [];
+  for (let start = 0; start < seqs.length; start += READ_AT_ONCE) {
+    const some = seqs.slice(start, start + READ_AT_ONCE);
+    const texts = await connection.mget(...some.map((seq) => keys.entry(seq)));
+    texts.forEach((text, index) => {
+      const entry = text === null ? undefined : readEntry(some[index]!, text);
+      if (entry) entries.push(entry);
+    });
+  }
+  return entries;
 }
+
+/** Entries one MGET reads: a few hundred kilobytes at most. */
+const READ_AT_ONCE = 500;

@@ -203,11 +203,24 @@ async function postings(
     if (!list) continue;
     for (let offset = 0; offset + 4 <= list.length; offset += 4) {
       seqs[--at] = list.readUInt32BE(offset);
-      if (at + 1 < total && seqs[at]! <= seqs[at + 1]!) sorted = false;
+      if (at + 1 < total && seqs[at]! < seqs[at + 1]!) sorted = false;
     }
   }
   // A delivery routed a day after it was received is in an older day's list with a newer number.
-  return sorted ? seqs : seqs.sort().reverse();
+  const ordered = sorted ? seqs : seqs.sort().reverse();
+  return unique(ordered);
+}
+
+/**
+ * Sorted newest first, each number once: `!failed` holds a delivery once per run that failed,
+ * and a delivery routed again after a day may be in two days' lists.
+ */
+function unique(seqs: Uint32Array): Uint32Array {
+  let kept = 0;
+  for (let index = 0; index < seqs.length; index += 1) {
+    if (kept === 0 || seqs[index] !== seqs[kept - 1]) seqs[kept++] = seqs[index]!;
+  }
+  return seqs.subarray(0, kept);
 }
 
 /** Both sorted newest first (descending). */

@@ -13,6 +13,7 @@ import {
   dayOf,
   expiryOfDay,
   historyKeys,
+  ROUTING,
   storedEntry,
   storedOutcome,
   type HistoryOutcome,
@@ -20,8 +21,13 @@ import {
 import { recordWords } from './search-terms.js';
 
 const FLUSH_EVERY_MS = 20;
-/** A batch's size: one script call holds Redis for well under a millisecond. */
-const LARGEST_BATCH = 100;
+/**
+ * A batch's size: an entry is a few hundred commands inside the script at most (one per word),
+ * so one call of 20 holds Redis for about a millisecond, and BullMQ's commands go between calls.
+ */
+const LARGEST_BATCH = 20;
+/** Writes waiting while Redis is slow or away; beyond this many, new ones are dropped and counted. */
+const MOST_WAITING = 20_000;
 
 /**
  * One batch, in order. An entry is written once per delivery key (a routing that runs again, a
@@ -34,8 +40,9 @@ local base = ARGV[1]
 local ops = cjson.decode(ARGV[2])
 local function failed(day, seq, expireAt)
   local term = base .. 'w:' .. day .. ':!failed'
-  redis.call('APPEND', term, struct.pack('>I4', tonumber(seq)))
-  redis.call('PEXPIREAT', term, expireAt)
+  if redis.call('APPEND', term, struct.pack('>I4', tonumber(seq))) == 4 then
+    redis.call('PEXPIREAT', term, expireAt)
+  end
 end
 for _, op in ipairs(ops) do
   local ids = base .. 'ids:' .. op.day
@@ -54,7 +61,14 @@ for _, op in ipairs(ops) do
         if op.failed then failed(op.day, seq, op.expireAt) end
       end
     end
-  elseif redis.call('HEXISTS', ids, 'k:' .. op.key) == 0 then
+  elseif redis.call('HEXISTS', ids, 'k:' .. op.key) == 1 then
+    -- Routed again: after a routing that failed for good, the entry says it is routed now.
+    local entry = base .. 'e:' .. redis.call('HGET', ids, 'k:' .. op.key)
+    local text = redis.call('GET', entry)
+    if text and string.find(text, '"h":"routing","s":"f"', 1, true) then
+      redis.call('SET', entry, text .. '\\n' .. op.routed, 'KEEPTTL')
+    end
+  else
     local seq = redis.call('INCR', KEYS[1])
     local packed = struct.pack('>I4', seq)
     local pending = base .. 'pending:' .. op.day .. ':' .. op.key
@@ -73,8 +87,8 @@ for _, op in ipairs(ops) do
     redis.call('SET', base .. 'first:' .. op.day, seq, 'NX', 'PXAT', op.expireAt)
     for _, word in ipairs(op.words) do
       local term = base .. 'w:' .. op.day .. ':' .. word
-      redis.call('APPEND', term, packed)
-      redis.call('PEXPIREAT', term, op.expireAt)
+      -- A day's keys all expire at the same time: set it when the key is made.
+      if redis.call('APPEND', term, packed) == 4 then redis.call('PEXPIREAT', term, op.expireAt) end
     end
   end
 end
@@ -87,9 +101,11 @@ type Op =
       expireAt: number;
       key: string;
       entry: string;
+      /** The outcome line of a routing that succeeded, for an entry whose routing had failed. */
+      routed: string;
       /** The record's id, when the delivery's key is not made of it. */
       r?: string;
-      f?: number;
+      f?: string;
       words: string[];
     }
   | { day: number; expireAt: number; key: string; line: string; failed: boolean };
@@ -149,7 +165,21 @@ export function createHistoryWriter(options: {
     });
   };
 
+  let dropped = 0;
   const add = (op: Op) => {
+    if (waiting.length >= MOST_WAITING) {
+      if (dropped++ === 0) {
+        logger.warn(
+          { waiting: waiting.length },
+          'the delivery history is not keeping up: dropping its lines until it does (deliveries and runs are not affected)',
+        );
+      }
+      return;
+    }
+    if (dropped > 0) {
+      logger.info({ dropped }, 'the delivery history keeps up again');
+      dropped = 0;
+    }
     waiting.push(op);
     timer ??= setTimeout(flush, FLUSH_EVERY_MS);
   };
@@ -169,8 +199,10 @@ export function createHistoryWriter(options: {
         expireAt,
         key: delivery.key,
         entry: storedEntry({ key: delivery.key, deliveryJobId, record, handlers }, receivedAtMs),
+        routed: storedOutcome(ROUTING, { state: 'completed', at: new Date().toISOString() }),
         ...(delivery.key === keyOfRecord(record.id) ? {} : { r: record.id }),
-        ...(typeof record.feedback_id === 'number' ? { f: record.feedback_id } : {}),
+        // A string: Lua would print a large number in exponent form.
+        ...(typeof record.feedback_id === 'number' ? { f: String(record.feedback_id) } : {}),
         words: recordWords(record),
       });
     },

@@ -23,9 +23,16 @@ const STOP_WORDS = new Set(
   ),
 );
 
+/** A description's first characters hold the words a search needs; the rest is not read. */
+const LONGEST_TEXT = 20_000;
+
 export function wordsOf(text: string): string[] {
   const words = new Set<string>();
-  for (const word of text.normalize('NFKC').toLowerCase().split(NOT_A_WORD)) {
+  for (const word of text
+    .slice(0, LONGEST_TEXT)
+    .normalize('NFKC')
+    .toLowerCase()
+    .split(NOT_A_WORD)) {
     if (word.length >= 2 && word.length <= LONGEST_WORD && !STOP_WORDS.has(word)) words.add(word);
   }
   return [...words];

@@ -4,10 +4,11 @@
  * kept, a backfill (a handler added today runs over yesterday's feedback): a run that completed or
  * failed starts afresh, and a delivery the handler never saw gets a run of it.
  *
- * First a plan (what the search finds, read from the history, and how many runs it would queue,
- * which the console's confirmation states), then its runs go out in batches of BATCH, each a
- * round trip or a few, with the progress written to Redis after each (`progress(id)`), so the
- * console and its API show it, and a sender's delivery never waits behind the whole lot.
+ * First a plan (what the search finds, read from the history once, at most MOST_DELIVERIES, and
+ * how many runs it would queue, each once, which the console's confirmation states), then its
+ * runs go out in batches of BATCH, with the progress written to Redis after each (`progress(id)`),
+ * so the console and its API show it, and a sender's delivery never waits behind the whole lot.
+ * A process runs MOST_AT_ONCE actions at most, and stops them at its shutdown, saying so.
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
@@ -15,7 +16,13 @@ import type { HistoryEntry } from '../history/delivery-history.js';
 import type { HistorySearch, HistoryState } from '../history/history-search.js';
 import type { RedisConnection } from '../queue/redis.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
-import { addRuns, runJobId, type HandlerRunData } from './handler-runs-queue.js';
+import {
+  addRuns,
+  runJobId,
+  runSuccessKey,
+  succeededMarkerKey,
+  type HandlerRunData,
+} from './handler-runs-queue.js';
 import { readRoster } from './handler-roster.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 
@@ -56,6 +63,14 @@ export interface BulkProgress {
 /** Why a selection cannot be planned: the console and the API answer 400 with it. */
 export class BulkSelectionError extends Error {}
 
+/** Too many actions under way in this process: 503 CONSOLE_BUSY. */
+export class BulkBusyError extends Error {}
+
+/** Actions one process runs at once. */
+const MOST_AT_ONCE = 2;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** Deliveries one action reaches at most. */
 export const MOST_DELIVERIES = 10_000;
 /** Runs queued between two progress writes. */
@@ -76,6 +91,8 @@ export interface BulkActions {
   /** Runs the action to its end (the CLI), calling `onBatch` after each batch. */
   run(selection: BulkSelection, onBatch?: (progress: BulkProgress) => void): Promise<BulkProgress>;
   progress(id: string): Promise<BulkProgress | undefined>;
+  /** Stops the actions under way after their current batch; their progress says so. */
+  close(): Promise<void>;
 }
 
 export function createBulkActions(options: {
@@ -89,29 +106,34 @@ export function createBulkActions(options: {
 }): BulkActions {
   const { connection, prefix, history, deliveries, handlerRuns, markers } = options;
   const progressKey = (id: string) => `${prefix}:bulk:${id}`;
+  /** Actions under way in this process, and whether it is stopping. */
+  const running = new Set<Promise<BulkProgress>>();
+  let closing = false;
 
   async function targets(selection: BulkSelection): Promise<{ found: number; runs: Target[] }> {
     if (selection.action === 'run-again' && !selection.handler) {
       throw new BulkSelectionError('run-again needs a handler');
     }
     const since = selection.sinceMs === undefined ? 0 : Date.now() - selection.sinceMs;
-    const runs: Target[] = [];
-    let found = 0;
-    for (let offset = 0; offset < MOST_DELIVERIES; offset += 100) {
-      const page = await history.search({
-        q: selection.q,
-        state: selection.state,
-        offset,
-        limit: Math.min(100, MOST_DELIVERIES - offset),
-      });
-      // Newest first: past `since`, everything older is too.
-      const recent = page.entries.filter((entry) => Date.parse(entry.receivedAt) >= since);
-      found += recent.length;
-      for (const entry of recent) runs.push(...targetsOf(entry, selection));
-      if (recent.length < page.entries.length || page.entries.length < 100) break;
+    // One search, read once: new deliveries arriving meanwhile cannot shift it.
+    const { entries } = await history.search({
+      q: selection.q,
+      state: selection.state,
+      offset: 0,
+      limit: MOST_DELIVERIES,
+    });
+    const recent = entries.filter((entry) => Date.parse(entry.receivedAt) >= since);
+    const byRun = new Map<string, Target>();
+    for (const entry of recent) {
+      for (const target of targetsOf(entry, selection)) {
+        byRun.set(runJobId(target.deliveryJobId, target.handler), target);
+      }
     }
-    if (selection.action === 'run-again') return { found, runs: await stillKept(runs) };
-    return { found, runs };
+    const runs = [...byRun.values()];
+    return {
+      found: recent.length,
+      runs: selection.action === 'run-again' ? await stillKept(runs) : runs,
+    };
   }
 
   /** The targets whose delivery's job (its whole record) is still kept: a backfill needs it. */
@@ -147,13 +169,18 @@ export function createBulkActions(options: {
     const deliveryJob = await deliveries.getJob(target.deliveryJobId);
     const read = deliveryJob ? readDelivery(deliveryJob.data) : undefined;
     if (!read?.ok || attempts === undefined) return false;
+    // Neither a deduplication key nor a success marker that outlived a removed run job may make
+    // the new run a no-op (BullMQ removes the key with the job; this does not rely on it).
+    await handlerRuns.removeDeduplicationKey(id);
+    const successKey = runSuccessKey(target.handler, read.delivery.key);
+    await connection.del(succeededMarkerKey(prefix, successKey));
     await addRuns(
       handlerRuns,
       { deliveryJobId: target.deliveryJobId, delivery: read.delivery },
       [{ handler: target.handler, attempts }],
       { dedupeTtlSeconds: options.dedupeTtlSeconds },
     );
-    return true;
+    return (await handlerRuns.getJobState(id)) !== 'unknown';
   }
 
   async function save(progress: BulkProgress): Promise<void> {
@@ -172,6 +199,8 @@ export function createBulkActions(options: {
     let current = progress;
     try {
       for (let start = 0; start < runs.length; start += BATCH) {
+        if (closing)
+          throw new Error('the process stopped before the end; start it again to queue the rest');
         const done = await Promise.all(
           runs
             .slice(start, start + BATCH)
@@ -235,15 +264,24 @@ export function createBulkActions(options: {
       return { selection, deliveries: found, runs: runs.length };
     },
     async start(selection) {
+      if (running.size >= MOST_AT_ONCE) {
+        throw new BulkBusyError(`${MOST_AT_ONCE} bulk actions are under way; wait for one to end`);
+      }
       const begun = await begin(selection);
       // It goes on after the answer; its progress is in Redis.
-      void execute(begun);
+      const going = execute(begun).finally(() => running.delete(going));
+      running.add(going);
       return begun.progress;
     },
     async run(selection, onBatch) {
       return execute(await begin(selection), onBatch);
     },
+    async close() {
+      closing = true;
+      await Promise.all(running);
+    },
     async progress(id) {
+      if (!UUID.test(id)) return undefined;
       const stored = await connection.get(progressKey(id));
       return stored === null ? undefined : (JSON.parse(stored) as BulkProgress);
     },

@@ -1,7 +1,7 @@
 /**
  * The handlers workers have: each worker writes its own at start (name and attempts), so the
  * console can offer them by name and a backfill can give a new run the attempts its handler has.
- * An entry lasts ROSTER_TTL_SECONDS after the last worker that has it started.
+ * A handler is offered for ROSTER_TTL_SECONDS after the last worker that has it started.
  */
 import type { RedisConnection } from '../queue/redis.js';
 
@@ -21,7 +21,8 @@ export async function announceHandlers(
   handlers: readonly RosterEntry[],
 ): Promise<void> {
   if (handlers.length === 0) return;
-  const fields = handlers.flatMap(({ name, attempts }) => [name, JSON.stringify({ attempts })]);
+  const at = Date.now();
+  const fields = handlers.flatMap(({ name, attempts }) => [name, JSON.stringify({ attempts, at })]);
   await connection
     .multi()
     .hset(rosterKey(prefix), ...fields)
@@ -37,8 +38,10 @@ export async function readRoster(
   return Object.entries(stored)
     .flatMap(([name, value]) => {
       try {
-        const { attempts } = JSON.parse(value) as { attempts?: unknown };
-        return typeof attempts === 'number' ? [{ name, attempts }] : [];
+        const { attempts, at } = JSON.parse(value) as { attempts?: unknown; at?: unknown };
+        // A handler no worker has started with for ROSTER_TTL_SECONDS was taken out.
+        const recent = typeof at === 'number' && Date.now() - at < ROSTER_TTL_SECONDS * 1000;
+        return typeof attempts === 'number' && recent ? [{ name, attempts }] : [];
       } catch {
         return [];
       }

@@ -4,7 +4,7 @@
  * stop. A watchdog recreates either if it stops taking jobs (watchdog.ts). What happens to a run
  * is in runs.ts.
  */
-import { Queue, Worker } from 'bullmq';
+import { Queue, Worker, type Job } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
@@ -20,6 +20,7 @@ import { CLOSE_WITHIN_MS, type RedisConnection } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
+import { ROUTING } from '../history/delivery-history.js';
 import { createHistoryWriter } from '../history/history-writer.js';
 import { announceHandlers } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
@@ -116,6 +117,36 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     logger,
     restarted: (queue: string) => options.metrics?.workerRestarts.inc({ queue }),
   };
+  /**
+   * A job that failed for good: its delivery's history says so. A failed attempt that will be
+   * retried has no finish time. A routing that failed has no handlers: its entry says `routing`.
+   */
+  const failedForGood = (job: Job, data: unknown, handler: string) => {
+    const read = readDelivery(data);
+    if (!job.finishedOn || !read.ok) return;
+    if (handler === ROUTING) history.routed(read.delivery, job.id!, []);
+    history.finished(read.delivery, handler, {
+      state: 'failed',
+      at: new Date(job.finishedOn).toISOString(),
+      reason: job.failedReason,
+    });
+  };
+  const ranFailed = (job: Job) =>
+    failedForGood(job, (job.data as Partial<HandlerRunData>).delivery, job.name);
+  const routingFailed = (job: Job) => failedForGood(job, job.data, ROUTING);
+  /** BullMQ fails a job that stalled too often in its stalled check, and says only "stalled". */
+  const stalledForGood = async (
+    queue: Queue,
+    jobId: string,
+    failed: (job: Job) => void,
+  ): Promise<void> => {
+    try {
+      const job = await queue.getJob(jobId);
+      if (job && (await job.getState()) === 'failed') failed(job);
+    } catch (error) {
+      logger.debug({ error: (error as Error).message, jobId }, 'could not read a stalled job');
+    }
+  };
   const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, withTelemetry({ connection, prefix }));
   deliveries.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
   const deliveriesWorker = watchWorker({
@@ -123,11 +154,10 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     queue: deliveries,
     processor: runs.route,
     create: (processor, own) =>
-      new Worker(
-        DELIVERIES_QUEUE,
-        processor,
-        withTelemetry({ ...workerOptions, connection: own }),
-      ).on('error', onError),
+      new Worker(DELIVERIES_QUEUE, processor, withTelemetry({ ...workerOptions, connection: own }))
+        .on('error', onError)
+        .on('failed', (job) => job && routingFailed(job))
+        .on('stalled', (jobId) => void stalledForGood(deliveries, jobId, routingFailed)),
   });
   const handlersWorker = watchWorker({
     ...watchdog,
@@ -148,17 +178,8 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
           const successKey = successKeyOf(job);
           if (successKey) completions.confirmed(successKey, job.id!);
         })
-        .on('failed', (job, error) => {
-          // Every way a run fails for good (its attempts spent, refused, stalled too often)
-          // ends here; a failed attempt that will be retried has no finish time.
-          const read = readDelivery(job?.data.delivery);
-          if (!job?.finishedOn || !read.ok) return;
-          history.finished(read.delivery, job.name, {
-            state: 'failed',
-            at: new Date(job.finishedOn).toISOString(),
-            reason: job.failedReason || error.message,
-          });
-        }),
+        .on('failed', (job) => job && ranFailed(job))
+        .on('stalled', (jobId) => void stalledForGood(handlerRuns, jobId, ranFailed)),
   });
   await Promise.all([
     deliveriesWorker.worker.waitUntilReady(),

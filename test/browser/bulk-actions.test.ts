@@ -30,6 +30,10 @@ const handlers = [
   }),
 ];
 
+/** Until it holds: worker round trips on a busy machine take their time. */
+const eventually = <T>(check: () => T | Promise<T>) =>
+  vi.waitFor(check, { timeout: 10_000, interval: 50 });
+
 beforeAll(async () => {
   env = await createTestWorkerEnv();
   const worker = await env.startWorker({ handlers });
@@ -95,7 +99,7 @@ it('runs a handler added later on a search result, once the operator confirms th
     await page.getByText('2 run(s) of label will be queued').waitFor();
     await page.getByRole('button', { name: 'Queue 2 run(s)' }).click();
     await page.getByText('Done: 2 of 2 run(s) queued.').waitFor();
-    await vi.waitFor(() => expect(labelled.sort()).toEqual(['fb_bb1', 'fb_bb2']));
+    await eventually(() => expect(labelled.sort()).toEqual(['fb_bb1', 'fb_bb2']));
   } finally {
     await context.close();
   }

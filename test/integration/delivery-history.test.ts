@@ -158,4 +158,23 @@ describe('the delivery history', () => {
     expect(entry?.outcomes.triage?.result).not.toHaveProperty('answer');
     expect(await history.byKey('feedback.created:fb_h0')).toBeUndefined();
   });
+  it('lists a delivery once however many of its runs failed, and holds the newest outcome', async () => {
+    const eve = delivery({ id: 'fb_h5', title: 'Twice unlucky' });
+    const at = (ms: number) => new Date(Date.now() + ms).toISOString();
+    writer.routed(eve, 'job-5', ['a', 'b']);
+    writer.finished(eve, 'a', { state: 'failed', at: at(0), reason: 'a said no' });
+    writer.finished(eve, 'b', { state: 'failed', at: at(0), reason: 'b said no' });
+    writer.finished(eve, 'a', { state: 'failed', at: at(1), reason: 'a said no again' });
+    // A worker that was slow to write: its older outcome does not win over the newer one.
+    writer.finished(eve, 'b', { state: 'completed', at: at(2) });
+    writer.finished(eve, 'b', { state: 'failed', at: at(1), reason: 'late line' });
+    await writer.close();
+    const failed = await ids({ ...page, state: 'failed' });
+    expect(failed.filter((id) => id === 'fb_h5')).toEqual(['fb_h5']);
+    expect(new Set(failed).size).toBe(failed.length);
+    expect((await history.byKey(eve.key))?.outcomes).toMatchObject({
+      a: { state: 'failed', reason: 'a said no again' },
+      b: { state: 'completed' },
+    });
+  });
 });

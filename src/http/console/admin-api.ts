@@ -4,7 +4,7 @@
  */
 import express, { type Router } from 'express';
 import { z } from 'zod';
-import { BulkSelectionError } from '../../runs/bulk-actions.js';
+import { BulkBusyError, BulkSelectionError } from '../../runs/bulk-actions.js';
 import { readBulkSelection } from '../../runs/bulk-selection.js';
 import { sendProblem } from '../send-problem.js';
 import { CONSOLE_PATH } from './pages.js';
@@ -139,7 +139,10 @@ function jsonFields(body: unknown): Record<string, unknown> {
     : { action: undefined };
 }
 
-/** Runs a plan or a start; a selection it cannot act on (an unknown handler) answers 400. */
+/**
+ * Runs a plan or a start; a selection it cannot act on (an unknown handler) answers 400, and a
+ * start while this process has its most actions under way 503.
+ */
 export async function planned<T>(
   act: () => Promise<T>,
   res: express.Response,
@@ -147,6 +150,11 @@ export async function planned<T>(
   try {
     return await act();
   } catch (error) {
+    if (error instanceof BulkBusyError) {
+      res.setHeader('Retry-After', '10');
+      sendProblem(res, 'CONSOLE_BUSY', error.message);
+      return undefined;
+    }
     if (!(error instanceof BulkSelectionError)) throw error;
     sendProblem(res, 'BAD_REQUEST', error.message);
     return undefined;

@@ -15,6 +15,9 @@ export interface RequestGateOptions {
 /** Console requests served at once: two searches keep one core busy between them. */
 export const CONSOLE_REQUESTS_AT_ONCE: RequestGateOptions = { running: 2, waiting: 16 };
 
+/** The console's and bull-board's static files, under the path the gate is mounted on. */
+const STATIC = /^\/(assets|queues\/static)\//;
+
 export function createRequestGate({ running, waiting }: RequestGateOptions) {
   let served = 0;
   const queue: (() => void)[] = [];
@@ -25,7 +28,9 @@ export function createRequestGate({ running, waiting }: RequestGateOptions) {
     else served -= 1;
   };
 
-  return function requestGate(_req: Request, res: Response, next: NextFunction): void {
+  return function requestGate(req: Request, res: Response, next: NextFunction): void {
+    // Static files cost nothing to serve, and a page loads several at once.
+    if (STATIC.test(req.path)) return next();
     if (served < running) served += 1;
     else if (queue.length < waiting) {
       // Its turn comes when a served request ends, whose slot passes to it as is; a client that
