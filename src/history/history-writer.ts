@@ -22,10 +22,11 @@ import { recordWords } from './search-terms.js';
 
 const FLUSH_EVERY_MS = 20;
 /**
- * A batch's size: an entry is a few hundred commands inside the script at most (one per word),
- * so one call of 20 holds Redis for about a millisecond, and BullMQ's commands go between calls.
+ * A batch's size. An entry is a few commands inside the script, and each word of the batch one
+ * APPEND, whatever the number of entries that have it: one call of 50 holds Redis for about a
+ * millisecond, and BullMQ's commands go between calls.
  */
-const LARGEST_BATCH = 20;
+const LARGEST_BATCH = 50;
 /** Writes waiting while Redis is slow or away; beyond this many, new ones are dropped and counted. */
 const MOST_WAITING = 20_000;
 
@@ -38,11 +39,19 @@ const MOST_WAITING = 20_000;
 const WRITE_HISTORY = `
 local base = ARGV[1]
 local ops = cjson.decode(ARGV[2])
-local function failed(day, seq, expireAt)
-  local term = base .. 'w:' .. day .. ':!failed'
-  if redis.call('APPEND', term, struct.pack('>I4', tonumber(seq))) == 4 then
-    redis.call('PEXPIREAT', term, expireAt)
+-- A word's numbers from the whole batch go out in one APPEND: entries share most words.
+local postings, terms = {}, {}
+local function post(term, seq, expireAt)
+  local list = postings[term]
+  if not list then
+    list = { expireAt = expireAt }
+    postings[term] = list
+    terms[#terms + 1] = term
   end
+  list[#list + 1] = struct.pack('>I4', tonumber(seq))
+end
+local function failed(day, seq, expireAt)
+  post(base .. 'w:' .. day .. ':!failed', seq, expireAt)
 end
 for _, op in ipairs(ops) do
   local ids = base .. 'ids:' .. op.day
@@ -70,7 +79,6 @@ for _, op in ipairs(ops) do
     end
   else
     local seq = redis.call('INCR', KEYS[1])
-    local packed = struct.pack('>I4', seq)
     local pending = base .. 'pending:' .. op.day .. ':' .. op.key
     local early = redis.call('GET', pending) or ''
     redis.call('SET', base .. 'e:' .. seq, op.entry .. early, 'PXAT', op.expireAt)
@@ -85,11 +93,14 @@ for _, op in ipairs(ops) do
     if op.f then redis.call('HSET', ids, 'f:' .. op.f, seq) end
     redis.call('PEXPIREAT', ids, op.expireAt)
     redis.call('SET', base .. 'first:' .. op.day, seq, 'NX', 'PXAT', op.expireAt)
-    for _, word in ipairs(op.words) do
-      local term = base .. 'w:' .. op.day .. ':' .. word
-      -- A day's keys all expire at the same time: set it when the key is made.
-      if redis.call('APPEND', term, packed) == 4 then redis.call('PEXPIREAT', term, op.expireAt) end
-    end
+    for _, word in ipairs(op.words) do post(base .. 'w:' .. op.day .. ':' .. word, seq, op.expireAt) end
+  end
+end
+for _, term in ipairs(terms) do
+  local list = postings[term]
+  -- A day's keys all expire at the same time: set it when the key is made.
+  if redis.call('APPEND', term, table.concat(list)) == 4 * #list then
+    redis.call('PEXPIREAT', term, list.expireAt)
   end
 end
 return #ops
