@@ -106,8 +106,10 @@ end
 return #ops
 `;
 
+/** Each op carries its delivery's receipt time (`t`), by which a batch is ordered. */
 type Op =
   | {
+      t: number;
       day: number;
       expireAt: number;
       key: string;
@@ -119,7 +121,9 @@ type Op =
       f?: string;
       words: string[];
     }
-  | { day: number; expireAt: number; key: string; line: string; failed: boolean };
+  | { t: number; day: number; expireAt: number; key: string; line: string; failed: boolean };
+
+const receivedOf = (op: Op) => op.t;
 
 export interface HistoryWriter {
   /** A worker routed the delivery to these handlers. */
@@ -151,6 +155,9 @@ export function createHistoryWriter(options: {
 
   const flush = () => {
     timer = undefined;
+    // Entries are numbered in the order they are written, and a list shows the highest first:
+    // within a batch, in the order received (deliveries routed at once finish in any order).
+    waiting.sort((a, b) => receivedOf(a) - receivedOf(b));
     const batches: Op[][] = [];
     for (let start = 0; start < waiting.length; start += LARGEST_BATCH) {
       batches.push(waiting.slice(start, start + LARGEST_BATCH));
@@ -206,6 +213,7 @@ export function createHistoryWriter(options: {
       const { receivedAtMs, day, expireAt } = when(delivery);
       const { record } = delivery;
       add({
+        t: receivedAtMs,
         day,
         expireAt,
         key: delivery.key,
@@ -218,8 +226,9 @@ export function createHistoryWriter(options: {
       });
     },
     finished(delivery, handler, outcome) {
-      const { day, expireAt } = when(delivery);
+      const { receivedAtMs, day, expireAt } = when(delivery);
       add({
+        t: receivedAtMs,
         day,
         expireAt,
         key: delivery.key,
