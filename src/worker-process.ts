@@ -3,6 +3,7 @@
  * the API client, the handlers (custom modules and enabled built-ins) and the runtime.
  * `feedback-receiver work` is `startWorker` and a signal handler.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiClient } from './api/client.js';
 import type { WorkerConfig } from './config.js';
 import { startProbeServer } from './http/probe-server.js';
@@ -11,7 +12,12 @@ import { createMetrics } from './metrics.js';
 import { keepCompletedFor } from './queue/deliveries-queue.js';
 import { HANDLER_RUN_RETENTION } from './runs/handler-runs-queue.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
-import { closeConnection, createWorkerConnection, waitForRedis } from './queue/redis.js';
+import {
+  closeConnection,
+  createWorkerConnection,
+  redisAnswers,
+  waitForRedis,
+} from './queue/redis.js';
 import type { Handler } from './worker/handler.js';
 import { assertUniqueNames, HandlerLoadError, loadHandlerModules } from './worker/load-handlers.js';
 import { startWorkerRuntime, type WorkerRuntime } from './worker/runtime.js';
@@ -19,6 +25,9 @@ import { loadTriageRules } from './worker/triage/rules.js';
 import { createTriageHandler } from './worker/triage/triage-handler.js';
 
 /** A running worker: its queues, for reading what became of runs, and how to stop it. */
+/** How long /readyz waits for Redis's answer before it says not ready. */
+const READY_WITHIN_MS = 1_000;
+
 export interface StartedWorker extends WorkerRuntime {
   close(): Promise<void>;
 }
@@ -81,7 +90,14 @@ export async function startWorker(
   let running = false;
   const probes = await startProbeServer({
     port: config.metricsPort,
-    isReady: async () => running && connection.status === 'ready',
+    // Redis answers, not only a connection that says it is ready: a Redis that went away a moment
+    // ago is seen by a ping before the socket's close is. Bounded: this connection waits forever.
+    isReady: async () =>
+      running &&
+      (await Promise.race([
+        redisAnswers(connection),
+        sleep(READY_WITHIN_MS, false, { ref: false }),
+      ])),
     metrics,
   });
   logger.info({ url: probes.url }, 'worker probes listening (/healthz, /readyz, /metrics)');
