@@ -26,6 +26,16 @@ export function createProducerConnection(
   logger: Logger,
   { commandTimeoutMs = PRODUCER_COMMAND_TIMEOUT_MS }: ProducerConnectionOptions = {},
 ): RedisConnection {
+  return failFastConnection(url, logger, 'producer', commandTimeoutMs);
+}
+
+/** A connection that answers its user at once while Redis is away: the producer's, the console's. */
+function failFastConnection(
+  url: string,
+  logger: Logger,
+  role: 'producer' | 'console',
+  commandTimeoutMs: number,
+): RedisConnection {
   const connection = connectTo(url, {
     // Refuse commands while disconnected instead of queueing them until Redis is back.
     enableOfflineQueue: false,
@@ -33,10 +43,10 @@ export function createProducerConnection(
     // A Redis that accepts the connection but does not answer (paused, swapping) still fails.
     commandTimeout: commandTimeoutMs,
     connectTimeout: 2_000,
-    connectionName: 'feedback-receiver:producer',
+    connectionName: `feedback-receiver:${role}`,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
   });
-  reportConnectionState(connection, logger.child({ redis: 'producer' }));
+  reportConnectionState(connection, logger.child({ redis: role }));
   return connection;
 }
 
@@ -49,16 +59,7 @@ export const CONSOLE_COMMAND_TIMEOUT_MS = 5_000;
  * producer's.
  */
 export function createConsoleConnection(url: string, logger: Logger): RedisConnection {
-  const connection = connectTo(url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: CONSOLE_COMMAND_TIMEOUT_MS,
-    connectTimeout: 2_000,
-    connectionName: 'feedback-receiver:console',
-    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
-  });
-  reportConnectionState(connection, logger.child({ redis: 'console' }));
-  return connection;
+  return failFastConnection(url, logger, 'console', CONSOLE_COMMAND_TIMEOUT_MS);
 }
 
 /**

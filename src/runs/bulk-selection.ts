@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { BulkSelection } from './bulk-actions.js';
+import { firstProblem, presentFields } from './form-fields.js';
 
 const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
@@ -32,18 +33,12 @@ export type SelectionCheck =
 /** Reads a selection; empty fields count as absent, and form fields such as `confirm` are ignored. */
 export function readBulkSelection(fields: Record<string, unknown>): SelectionCheck {
   const { confirm: _confirm, ...rest } = fields;
-  const present = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== ''));
-  const parsed = BulkSelectionSchema.safeParse(present);
+  const parsed = BulkSelectionSchema.safeParse(presentFields(rest));
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const name = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.');
-    const message =
-      issue.code === 'unrecognized_keys'
-        ? 'unknown field; expected action, handler, q, state or since'
-        : issue.code === 'invalid_type'
-          ? 'expected one value'
-          : issue.message;
-    return { ok: false, problem: `${name}: ${message}` };
+    return {
+      ok: false,
+      problem: firstProblem(parsed.error, 'field; expected action, handler, q, state or since'),
+    };
   }
   const { since, ...selection } = parsed.data;
   return {

@@ -1,6 +1,7 @@
 /** The query of a deliveries search, as the console's page and its JSON API take it. */
 import { z } from 'zod';
 import { DELIVERY_FILTERS, MAX_OFFSET, type DeliveryQuery } from '../../runs/delivery-log.js';
+import { firstProblem, presentFields } from '../../runs/form-fields.js';
 
 /** Most deliveries on one page. */
 export const MAX_PAGE_SIZE = 100;
@@ -26,16 +27,10 @@ export type QueryCheck =
 
 /** Reads `q`, `state`, `offset` and `limit`; an empty parameter counts as absent. */
 export function readDeliveriesQuery(params: Record<string, unknown>): QueryCheck {
-  const present = Object.fromEntries(Object.entries(params).filter(([, value]) => value !== ''));
-  const parsed = DeliveriesQuerySchema.safeParse(present);
+  const parsed = DeliveriesQuerySchema.safeParse(presentFields(params));
   if (parsed.success) return { ok: true, query: parsed.data };
-  const issue = parsed.error.issues[0]!;
-  const name = issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : issue.path.join('.');
-  const message =
-    issue.code === 'unrecognized_keys'
-      ? 'unknown parameter; expected q, state, offset or limit'
-      : issue.code === 'invalid_type'
-        ? 'expected one value'
-        : issue.message;
-  return { ok: false, problem: `${name}: ${message}` };
+  return {
+    ok: false,
+    problem: firstProblem(parsed.error, 'parameter; expected q, state, offset or limit'),
+  };
 }
