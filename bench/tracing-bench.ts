@@ -21,7 +21,7 @@ import type { Redis } from 'ioredis';
 import { freePort } from '../src/cli/free-port.js';
 import { TRACING_MIN_NODE } from '../src/config.js';
 import { createDeliveryQueue } from '../src/queue/deliveries-queue.js';
-import { HANDLER_RUNS_QUEUE } from '../src/runs/handler-runs-queue.js';
+import { runQueueName } from '../src/runs/run-queues.js';
 import { interpretPayload } from '../src/webhooks/delivery.js';
 import type { LoadResult } from './load-client.js';
 import { deliveryBody } from './payload.js';
@@ -209,7 +209,7 @@ async function drain(
     }
     const started = performance.now();
     const cpuBefore = cpuMicros(child.pid);
-    const runs = new Queue(HANDLER_RUNS_QUEUE, { connection: redis, prefix });
+    const runs = new Queue(runQueueName('no-op'), { connection: redis, prefix });
     try {
       while ((await runs.getCompletedCount()) < total) {
         if (child.exitCode !== null || Date.now() > deadline) {

@@ -18,7 +18,7 @@ import { freePort } from '../src/cli/free-port.js';
 import { registerHook } from '../src/cli/register-hook.js';
 import { loadReceiverConfig, loadWorkerConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { HANDLER_RUNS_QUEUE } from '../src/index.js';
+import { runQueueName, TRIAGE_HANDLER_NAME } from '../src/index.js';
 import { startReceiver } from '../src/receiver.js';
 import { DEFAULT_SEED, SANDBOX_TOKEN, type Seed } from '../src/sandbox/seed.js';
 import { startSandbox } from '../src/sandbox/server.js';
@@ -219,7 +219,7 @@ async function startWorkerHere(
   );
   cleanup.unshift(worker.close);
   return {
-    failedRuns: () => worker.handlerRuns.getFailedCount(),
+    failedRuns: () => worker.runQueues.of(TRIAGE_HANDLER_NAME).getFailedCount(),
     refused: () => refusedPatches([`http://127.0.0.1:${metricsPort}/metrics`]),
   };
 }
@@ -243,7 +243,7 @@ async function startWorkerProcesses(
     metricsUrls.push(`http://127.0.0.1:${metricsPort}/metrics`);
     await untilReady(`http://127.0.0.1:${metricsPort}/readyz`);
   }
-  const handlerRuns = new Queue(HANDLER_RUNS_QUEUE, {
+  const handlerRuns = new Queue(runQueueName(TRIAGE_HANDLER_NAME), {
     connection: { url: redisUrl },
     prefix: env.QUEUE_PREFIX!,
   });

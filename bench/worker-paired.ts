@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DELIVERIES_QUEUE } from '../src/queue/deliveries-queue.js';
-import { HANDLER_RUNS_QUEUE } from '../src/runs/handler-runs-queue.js';
+import { runQueueName } from '../src/runs/run-queues.js';
 import type { Pinning } from './pinning.js';
 import { CLI, cpuMicros, here } from './processes.js';
 import { fill } from './worker-bench.js';
@@ -63,7 +63,7 @@ async function pairedRound(options: PairedWorkerOptions): Promise<PairedWorkerRo
   await redis.flushall();
   const started: ChildProcess[] = [];
   const deliveries = new Queue(DELIVERIES_QUEUE, { connection: redis, prefix: PREFIX });
-  const runs = new Queue(HANDLER_RUNS_QUEUE, { connection: redis, prefix: PREFIX });
+  const runs = new Queue(runQueueName('no-op'), { connection: redis, prefix: PREFIX });
   const bare = new Queue('bare', { connection: redis, prefix: PREFIX });
   try {
     // Filled and paused: both workers start on full queues at the same moment, once both run.

@@ -17,7 +17,7 @@ import { createBulkActions } from './runs/bulk-actions.js';
 import { createDeadLetter } from './runs/dead-letter.js';
 import { readRoster } from './runs/handler-roster.js';
 import { createDeliveryLog } from './runs/delivery-log.js';
-import { createHandlerRunsQueue } from './runs/handler-runs-queue.js';
+import { createRunQueues } from './runs/run-queues.js';
 import { createRunAgain } from './runs/restart.js';
 import { createRunReader } from './runs/run-reader.js';
 import type { Delivery } from './webhooks/delivery.js';
@@ -40,14 +40,13 @@ export function openAdminConsole(
   const connection = createConsoleConnection(config.redisUrl, logger);
   const prefix = config.queuePrefix;
   const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
-  const handlerRuns = createHandlerRunsQueue(connection, prefix);
   // The connection's state is logged once per outage already.
-  for (const queue of [deliveries, handlerRuns]) {
-    queue.on('error', (error: Error) => logger.debug({ error: error.message }, 'queue error'));
-  }
-  const queues = [deliveries, handlerRuns];
+  const onError = (error: Error) => logger.debug({ error: error.message }, 'queue error');
+  deliveries.on('error', onError);
+  const runQueues = createRunQueues(connection, prefix, onError);
+  const queues = async () => [deliveries, ...(await runQueues.all())];
   const quarantine = createQuarantine({ connection, prefix });
-  const runs = createRunReader(deliveries, handlerRuns);
+  const runs = createRunReader(deliveries, runQueues);
   const history = createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds });
   const markers = { connection, prefix };
   const bulk = createBulkActions({
@@ -55,7 +54,7 @@ export function openAdminConsole(
     prefix,
     history,
     deliveries,
-    handlerRuns,
+    runQueues,
     markers,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
   });
@@ -67,7 +66,7 @@ export function openAdminConsole(
         deliveryLog: createDeliveryLog(deliveries, runs, history, quarantine),
         quarantine,
         deliveries: intake,
-        deadLetter: createDeadLetter({ handlerRuns, deliveries, markers }),
+        deadLetter: createDeadLetter({ runQueues, deliveries, markers }),
         runs,
         runAgain: createRunAgain({ reader: runs, markers }),
         bulk,
@@ -79,7 +78,7 @@ export function openAdminConsole(
     },
     close: async () => {
       await bulk.close();
-      await Promise.all(queues.map((queue) => queue.close()));
+      await Promise.all([deliveries.close(), runQueues.close()]);
       await closeConnection(connection);
     },
   };

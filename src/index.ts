@@ -112,12 +112,15 @@ export { createRunReader, type RunReader, type RunState, type RunView } from './
 export { decideRun, retryDelayMs, type RunDecision } from './worker/run-policy.js';
 export { createDeadLetter, type DeadLetter, type DeadLetterEntry } from './runs/dead-letter.js';
 export {
-  createHandlerRunsQueue,
-  HANDLER_RUNS_QUEUE,
+  createRunQueue,
+  createRunQueues,
+  ROUTING,
+  runQueueName,
+  type RunQueues,
   type AttemptRecord,
   type HandlerRunData,
   type RoutingResult,
-} from './runs/handler-runs-queue.js';
+} from './runs/run-queues.js';
 export { createWorkerConnection } from './queue/redis.js';
 export {
   createTriageHandler,

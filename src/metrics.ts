@@ -19,8 +19,11 @@ export interface Metrics {
   readonly rateLimitWaitSeconds: Counter;
   /** Workers recreated by the watchdog, by queue. */
   readonly workerRestarts: Counter<'queue'>;
-  /** Reports these queues' depths (waiting, active, delayed, failed) on every scrape. */
-  watchQueues(queues: readonly Queue[]): void;
+  /**
+   * Reports the depths (waiting, active, delayed, failed) of the queues `queues` gives on every
+   * scrape: the handlers' queues are known only as workers announce them.
+   */
+  watchQueues(queues: () => Promise<readonly Queue[]>): void;
 }
 
 const FAST = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -30,7 +33,7 @@ export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'feedback_receiver_' });
   const registers = [registry];
-  const watched: Queue[] = [];
+  const watched: (() => Promise<readonly Queue[]>)[] = [];
 
   new Gauge({
     name: 'feedback_receiver_queue_jobs',
@@ -39,7 +42,8 @@ export function createMetrics(): Metrics {
     registers,
     async collect() {
       this.reset();
-      for (const queue of watched) {
+      const queues = (await Promise.all(watched.map((source) => source()))).flat();
+      for (const queue of queues) {
         const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
         for (const [state, count] of Object.entries(counts)) {
           this.set({ queue: queue.name, state }, count);
@@ -105,6 +109,6 @@ export function createMetrics(): Metrics {
       labelNames: ['queue'],
       registers,
     }),
-    watchQueues: (queues) => void watched.push(...queues),
+    watchQueues: (queues) => void watched.push(queues),
   };
 }

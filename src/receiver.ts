@@ -39,10 +39,9 @@ export interface ReceiverDeps extends AppDeps {
  */
 export function createReceiverDeps(config: ReceiverConfig, logger: Logger): ReceiverDeps {
   const queues = openProducerQueues(config, logger, config.ackReplicas);
-  const { connection, writes, deliveries, handlerRuns } = queues;
+  const { connection, writes, deliveries, runQueues } = queues;
   const metrics = createMetrics();
-  const watched = [deliveries.queue, handlerRuns];
-  metrics.watchQueues(watched);
+  metrics.watchQueues(async () => [deliveries.queue, ...(await runQueues.all())]);
   const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
   const stats = createDeliveryStats({ connection, prefix: config.queuePrefix, logger });
   const adminConsole = config.adminToken

@@ -10,7 +10,7 @@ import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { keepCompletedFor } from './queue/deliveries-queue.js';
-import { HANDLER_RUN_RETENTION } from './runs/handler-runs-queue.js';
+import { HANDLER_RUN_RETENTION } from './runs/run-queues.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
 import {
   closeConnection,
@@ -132,7 +132,7 @@ export async function startWorker(
     retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
     metrics,
   });
-  metrics.watchQueues([runtime.deliveries, runtime.handlerRuns]);
+  metrics.watchQueues(async () => [runtime.deliveries, ...(await runtime.runQueues.all())]);
   running = true;
   return {
     ...runtime,

@@ -121,7 +121,7 @@ component's log lines.`,
       const rules = await step('Waiting until every record is triaged', async () => {
         const fired = new Map<string, string>();
         const deadline = Date.now() + TRIAGE_DEADLINE_MS;
-        const runs = createRunReader(worker.deliveries, worker.handlerRuns);
+        const runs = createRunReader(worker.deliveries, worker.runQueues);
         while (fired.size < before.length) {
           for (const record of before) {
             if (fired.has(record.id)) continue;

@@ -22,7 +22,7 @@ export async function withQueues<T>(
   }) => Promise<T>,
 ): Promise<T> {
   const config = loadWorkerConfig();
-  const { connection, deliveries, handlerRuns, close } = openProducerQueues(
+  const { connection, deliveries, runQueues, close } = openProducerQueues(
     config,
     createLogger({ level: 'silent' }),
   );
@@ -31,13 +31,13 @@ export async function withQueues<T>(
     const prefix = config.queuePrefix;
     const markers = { connection, prefix };
     return await use({
-      deadLetter: createDeadLetter({ handlerRuns, deliveries: deliveries.queue, markers }),
+      deadLetter: createDeadLetter({ runQueues, deliveries: deliveries.queue, markers }),
       bulk: createBulkActions({
         connection,
         prefix,
         history: createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds }),
         deliveries: deliveries.queue,
-        handlerRuns,
+        runQueues,
         markers,
         dedupeTtlSeconds: config.dedupeTtlSeconds,
       }),

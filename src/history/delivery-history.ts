@@ -71,7 +71,11 @@ interface StoredOutcome {
   x?: unknown;
 }
 
-/** The outcome of a delivery's routing, kept only when it failed for good (and once it is redone). */
+/**
+ * The name of a delivery's routing wherever runs are listed by handler (its outcome here is kept
+ * only when it failed for good, and once it is redone; the dead letter; bulk actions). No handler
+ * may have it: defineHandler refuses it.
+ */
 export const ROUTING = 'routing';
 
 export const LONGEST_TITLE = 200;

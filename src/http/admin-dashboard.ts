@@ -1,6 +1,6 @@
 /**
  * The admin side: the delivery console at /admin (console/), and bull-board at /admin/queues:
- * the deliveries and handler-runs queues, the dead letter (failed runs), retries. Mounted only
+ * the deliveries queue and each handler's runs queue, the dead letter (failed runs). Mounted only
  * when ADMIN_TOKEN is set, and then only for requests that carry it:
  * as a Bearer token, or as the password of HTTP basic auth so that a browser can log in. A browser
  * sends basic-auth credentials with any request to the site, including one that a page elsewhere
@@ -24,7 +24,11 @@ export const ADMIN_PATH = '/admin/queues';
 
 export interface AdminDashboardOptions {
   readonly token: string;
-  readonly queues: readonly Queue[];
+  /**
+   * The queues bull-board shows: the deliveries queue, and each handler's runs queue, known only
+   * as workers announce their handlers, so asked for again (at most every QUEUES_FRESH_MS).
+   */
+  queues(): Promise<readonly Queue[]>;
   /** What the delivery console at /admin reads and acts on. */
   readonly deliveryConsole: ConsoleSources;
 }
@@ -36,11 +40,28 @@ export function createAdminRouter({
 }: AdminDashboardOptions): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
-  createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue)),
+  const board = createBullBoard({
+    queues: [],
     serverAdapter,
     options: { uiConfig: { boardTitle: 'feedback-receiver' } },
   });
+  const shown = new Set<string>();
+  let freshUntil = 0;
+  /** Adds the queues of handlers announced since the last look. */
+  const showNewQueues = async (_req: Request, _res: Response, next: NextFunction) => {
+    if (Date.now() < freshUntil) return next();
+    try {
+      for (const queue of await queues()) {
+        if (shown.has(queue.name)) continue;
+        board.addQueue(new BullMQAdapter(queue));
+        shown.add(queue.name);
+      }
+      freshUntil = Date.now() + QUEUES_FRESH_MS;
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
   const router = express.Router();
   // bull-board's /admin/queues too: every operator's request waits for its turn here.
   router.use(
@@ -51,10 +72,13 @@ export function createAdminRouter({
   );
   router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
-  router.use(ADMIN_PATH, serverAdapter.getRouter() as Router);
+  router.use(ADMIN_PATH, showNewQueues, serverAdapter.getRouter() as Router);
   router.use(CONSOLE_PATH, createConsoleRouter(deliveryConsole));
   return router;
 }
+
+/** How long the list of queues bull-board shows is taken as it is. */
+const QUEUES_FRESH_MS = 5_000;
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

@@ -1,9 +1,8 @@
 /**
  * What a producer side opens in Redis: one fail-fast connection, the deliveries queue on it, and
- * the handler-runs queue (for the dead letter, the dashboard and queue depths). Used by the
+ * the handlers' run queues (for the dead letter and queue depths). Used by the
  * receiver and by the operator commands of the CLI.
  */
-import type { Queue } from 'bullmq';
 import type { SharedConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import {
@@ -12,7 +11,7 @@ import {
   keepCompletedFor,
   type DeliveryQueueProducer,
 } from './deliveries-queue.js';
-import { createHandlerRunsQueue, type HandlerRunData } from '../runs/handler-runs-queue.js';
+import { createRunQueues, type RunQueues } from '../runs/run-queues.js';
 import {
   closeConnection,
   createProducerConnection,
@@ -30,8 +29,8 @@ export interface ProducerQueues {
   /** The writes a sender is answered for (deliveries, quarantine), confirmed as ACK_REPLICAS says. */
   readonly writes: ReplicatedWrites;
   readonly deliveries: DeliveryQueueProducer;
-  readonly handlerRuns: Queue<HandlerRunData>;
-  /** Closes both queues, then the connection. */
+  readonly runQueues: RunQueues;
+  /** Closes the queues, then the connection. */
   close(): Promise<void>;
 }
 
@@ -59,18 +58,17 @@ export function openProducerQueues(
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     retention: keepCompletedFor(DELIVERY_JOB_RETENTION, config.completedJobRetentionSeconds),
   });
-  const handlerRuns = createHandlerRunsQueue(connection, config.queuePrefix);
   // The queues share the connection, whose state is already logged once per outage.
-  for (const queue of [deliveries.queue, handlerRuns]) {
-    queue.on('error', (error: Error) => logger.debug({ error: error.message }, 'queue error'));
-  }
+  const onError = (error: Error) => logger.debug({ error: error.message }, 'queue error');
+  deliveries.queue.on('error', onError);
+  const runQueues = createRunQueues(connection, config.queuePrefix, onError);
   return {
     connection,
     writes,
     deliveries,
-    handlerRuns,
+    runQueues,
     close: async () => {
-      await handlerRuns.close();
+      await runQueues.close();
       await deliveries.close();
       await closeConnection(connection);
     },

@@ -18,11 +18,12 @@ import type { RedisConnection } from '../queue/redis.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import {
   addRuns,
+  ROUTING,
   runJobId,
   runSuccessKey,
   succeededMarkerKey,
-  type HandlerRunData,
-} from './handler-runs-queue.js';
+  type RunQueues,
+} from './run-queues.js';
 import { readRoster } from './handler-roster.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 
@@ -100,14 +101,14 @@ export function createBulkActions(options: {
   readonly prefix: string;
   readonly history: HistorySearch;
   readonly deliveries: Queue<Delivery>;
-  readonly handlerRuns: Queue<HandlerRunData>;
+  readonly runQueues: Pick<RunQueues, 'of' | 'handlers'>;
   readonly markers: SuccessMarkers;
   readonly dedupeTtlSeconds: number;
 }): BulkActions {
-  const { connection, prefix, history, deliveries, handlerRuns, markers } = options;
+  const { connection, prefix, history, deliveries, runQueues, markers } = options;
   const progressKey = (id: string) => `${prefix}:bulk:${id}`;
-  /** Actions under way in this process, and whether it is stopping. */
-  const running = new Set<Promise<BulkProgress>>();
+  /** Actions under way in this process (and places taken by ones starting), and whether it is stopping. */
+  const running = new Set<Promise<unknown>>();
   let closing = false;
 
   async function targets(selection: BulkSelection): Promise<{ found: number; runs: Target[] }> {
@@ -154,8 +155,14 @@ export function createBulkActions(options: {
     selection: BulkSelection,
     attempts: number | undefined,
   ): Promise<boolean> {
+    if (target.handler === ROUTING) {
+      // A routing that failed for good: retried as a failed run is, it routes its delivery again.
+      const job = await deliveries.getJob(target.deliveryJobId);
+      return job ? startAfresh(job, 'failed', markers) : false;
+    }
+    const queue = runQueues.of(target.handler);
     const id = runJobId(target.deliveryJobId, target.handler);
-    const job = await handlerRuns.getJob(id);
+    const job = await queue.getJob(id);
     if (job) {
       const state = await job.getState();
       if (state === 'failed') return startAfresh(job, 'failed', markers);
@@ -171,16 +178,16 @@ export function createBulkActions(options: {
     if (!read?.ok || attempts === undefined) return false;
     // Neither a deduplication key nor a success marker that outlived a removed run job may make
     // the new run a no-op (BullMQ removes the key with the job; this does not rely on it).
-    await handlerRuns.removeDeduplicationKey(id);
+    await queue.removeDeduplicationKey(id);
     const successKey = runSuccessKey(target.handler, read.delivery.key);
     await connection.del(succeededMarkerKey(prefix, successKey));
     await addRuns(
-      handlerRuns,
+      runQueues,
       { deliveryJobId: target.deliveryJobId, delivery: read.delivery },
       [{ handler: target.handler, attempts }],
       { dedupeTtlSeconds: options.dedupeTtlSeconds },
     );
-    return (await handlerRuns.getJobState(id)) !== 'unknown';
+    return (await queue.getJobState(id)) !== 'unknown';
   }
 
   async function save(progress: BulkProgress): Promise<void> {
@@ -267,7 +274,15 @@ export function createBulkActions(options: {
       if (running.size >= MOST_AT_ONCE) {
         throw new BulkBusyError(`${MOST_AT_ONCE} bulk actions are under way; wait for one to end`);
       }
-      const begun = await begin(selection);
+      // Its place is taken before the first await, so two starts cannot both pass the check.
+      let begun: Awaited<ReturnType<typeof begin>>;
+      const place = Promise.resolve();
+      running.add(place);
+      try {
+        begun = await begin(selection);
+      } finally {
+        running.delete(place);
+      }
       // It goes on after the answer; its progress is in Redis.
       const going = execute(begun).finally(() => running.delete(going));
       running.add(going);

@@ -5,13 +5,13 @@
  * the reason until retried, or until retention drops them (30 days for runs, 7 for deliveries).
  */
 import type { Job, Queue } from 'bullmq';
-import type { HandlerRunData } from './handler-runs-queue.js';
+import { handlerOfRunId, ROUTING, type HandlerRunData, type RunQueues } from './run-queues.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 
 export interface DeadLetterEntry {
   /** The job's id, as `deliveries retry` takes it. */
   readonly id: string;
-  /** The handler of the run; `(routing)` for a `deliveries` job that failed. */
+  /** The handler of the run; `routing` for a `deliveries` job that failed. */
   readonly handler: string;
   /** Empty when the job's data has no readable key. */
   readonly deliveryKey: string;
@@ -31,7 +31,11 @@ export interface DeadLetter {
    * job to route its delivery again. False when there is no such failed job.
    */
   retry(id: string): Promise<boolean>;
-  /** Queues every failed job again; returns how many there were. */
+  /**
+   * Queues again every job that was failed when it was called, oldest first, each once (one that
+   * fails again meanwhile waits for the next call), at most MOST_IN_A_RETRY_ALL; returns how many
+   * it queued again.
+   */
   retryAll(): Promise<number>;
   /**
    * Queues again the failed runs of one group (the console's "retry all" of a handler and
@@ -42,6 +46,9 @@ export interface DeadLetter {
 
 /** How many of the newest failed jobs a group retry looks through. */
 export const MOST_IN_A_GROUP_RETRY = 5_000;
+
+/** How many failed jobs one retry-all takes, the oldest first: the rest wait for the next. */
+export const MOST_IN_A_RETRY_ALL = 100_000;
 
 export interface DeadLetterGroup {
   readonly handler: string;
@@ -61,10 +68,9 @@ export function groupDeadLetter(entries: readonly DeadLetterEntry[]): DeadLetter
   return [...groups.values()].sort((a, b) => b.runs.length - a.runs.length);
 }
 
-export const ROUTING = '(routing)';
-
 export interface DeadLetterOptions {
-  readonly handlerRuns: Queue<HandlerRunData>;
+  /** The handlers' queues, whose failed runs are the dead letter. */
+  readonly runQueues: Pick<RunQueues, 'of' | 'all' | 'handlers'>;
   /** The `deliveries` queue, whose failed jobs join the dead letter. */
   readonly deliveries: Queue;
   /** Where a run's success marker is, removed when it starts afresh. */
@@ -72,12 +78,12 @@ export interface DeadLetterOptions {
 }
 
 export function createDeadLetter({
-  handlerRuns,
+  runQueues,
   deliveries,
   markers,
 }: DeadLetterOptions): DeadLetter {
   // Job data is read as unknown below: a failed job's data may be anything.
-  const queues: Queue[] = [handlerRuns, deliveries];
+  const queues = async (): Promise<Queue[]> => [deliveries, ...(await runQueues.all())];
   const retryAfresh = (job: Job<unknown>) => startAfresh(job, 'failed', markers);
 
   const entry = (job: Job<unknown>, queue: Queue): DeadLetterEntry => ({
@@ -89,11 +95,18 @@ export function createDeadLetter({
     failedAt: job.finishedOn === undefined ? undefined : new Date(job.finishedOn).toISOString(),
   });
 
+  /** The queue a job id belongs to: a run's id names its handler; any other is a delivery's. */
+  const queueOf = async (id: string): Promise<Queue | undefined> => {
+    const handler = handlerOfRunId(id);
+    if (handler === undefined) return deliveries;
+    return (await runQueues.handlers()).includes(handler) ? runQueues.of(handler) : undefined;
+  };
+
   const deadLetter: DeadLetter = {
     async list({ offset = 0, limit = 50 } = {}) {
-      // Each queue's newest `offset + limit`, merged: enough for any page of the two together.
+      // Each queue's newest `offset + limit`, merged: enough for any page of them together.
       const pages = await Promise.all(
-        queues.map(async (queue) =>
+        (await queues()).map(async (queue) =>
           (await queue.getFailed(0, offset + limit - 1)).map((job) => entry(job, queue)),
         ),
       );
@@ -104,32 +117,40 @@ export function createDeadLetter({
     },
 
     async count() {
-      const counts = await Promise.all(queues.map((queue) => queue.getFailedCount()));
+      const counts = await Promise.all((await queues()).map((queue) => queue.getFailedCount()));
       return counts.reduce((sum, count) => sum + count, 0);
     },
 
     async retry(id) {
-      for (const queue of queues) {
-        const job = await queue.getJob(id);
-        if (job && (await retryAfresh(job))) return true;
-      }
-      return false;
+      const queue = await queueOf(id);
+      const job = queue && (await queue.getJob(id));
+      return job ? retryAfresh(job) : false;
     },
 
     async retryAll() {
-      let total = 0;
-      for (const queue of queues) {
-        // Bounded by the count at the start: a job that fails again meanwhile waits for next time.
-        const failed = await queue.getFailedCount();
-        for (let retried = 0; retried < failed;) {
-          const page = await queue.getFailed(0, Math.min(RETRY_PAGE, failed - retried) - 1);
-          if (page.length === 0) break;
-          await Promise.all(page.map(retryAfresh));
-          retried += page.length;
-        }
-        total += failed;
+      // The ids first, oldest first (Sidekiq's retry_all): a job retried here that fails again
+      // goes back to the failed set, and is not taken a second time by this call.
+      const snapshot: { queue: Queue; ids: string[] }[] = [];
+      let room = MOST_IN_A_RETRY_ALL;
+      for (const queue of await queues()) {
+        if (room === 0) break;
+        const ids = await queue.getRanges(['failed'], 0, room - 1, true);
+        snapshot.push({ queue, ids });
+        room -= ids.length;
       }
-      return total;
+      let retried = 0;
+      for (const { queue, ids } of snapshot) {
+        for (let start = 0; start < ids.length; start += RETRY_PAGE) {
+          const done = await Promise.all(
+            ids.slice(start, start + RETRY_PAGE).map(async (id) => {
+              const job = await queue.getJob(id);
+              return job ? retryAfresh(job) : false;
+            }),
+          );
+          retried += done.filter(Boolean).length;
+        }
+      }
+      return retried;
     },
 
     async retryGroup({ handler, reason }) {
@@ -146,7 +167,7 @@ export function createDeadLetter({
 }
 
 /** Failed jobs retried at once by retryAll. */
-const RETRY_PAGE = 500;
+const RETRY_PAGE = 100;
 
 function keyOf(delivery: unknown): string {
   return delivery !== null &&

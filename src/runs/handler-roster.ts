@@ -1,7 +1,8 @@
 /**
  * The handlers workers have: each worker writes its own at start (name and attempts), so the
  * console can offer them by name and a backfill can give a new run the attempts its handler has.
- * A handler is offered for ROSTER_TTL_SECONDS after the last worker that has it started.
+ * A handler is offered for OFFERED_FOR_SECONDS after the last worker that has it started; its run
+ * queue is listed (the dead letter, the reader) as long as its failed runs may be kept.
  */
 import type { RedisConnection } from '../queue/redis.js';
 
@@ -11,7 +12,9 @@ export interface RosterEntry {
 }
 
 /** A handler no worker has started with for a week is no longer offered. */
-const ROSTER_TTL_SECONDS = 7 * 86_400;
+const OFFERED_FOR_SECONDS = 7 * 86_400;
+/** Its queue is still read until its failed runs are gone (HANDLER_RUN_RETENTION: 30 days). */
+const ROSTER_TTL_SECONDS = 31 * 86_400;
 
 const rosterKey = (prefix: string) => `${prefix}:handler-roster`;
 
@@ -33,14 +36,17 @@ export async function announceHandlers(
 export async function readRoster(
   connection: RedisConnection,
   prefix: string,
+  /** Also the handlers no longer offered, whose queues may still hold failed runs. */
+  { includeRetired = false }: { includeRetired?: boolean } = {},
 ): Promise<RosterEntry[]> {
+  const within = (includeRetired ? ROSTER_TTL_SECONDS : OFFERED_FOR_SECONDS) * 1000;
   const stored = await connection.hgetall(rosterKey(prefix));
   return Object.entries(stored)
     .flatMap(([name, value]) => {
       try {
         const { attempts, at } = JSON.parse(value) as { attempts?: unknown; at?: unknown };
-        // A handler no worker has started with for ROSTER_TTL_SECONDS was taken out.
-        const recent = typeof at === 'number' && Date.now() - at < ROSTER_TTL_SECONDS * 1000;
+        // A handler no worker has started with for a while was taken out.
+        const recent = typeof at === 'number' && Date.now() - at < within;
         return typeof attempts === 'number' && recent ? [{ name, attempts }] : [];
       } catch {
         return [];

@@ -21,7 +21,7 @@ import {
   logAttempt,
   succeededMarkerKey,
   successKeyOf,
-} from './handler-runs-queue.js';
+} from './run-queues.js';
 import type { RunReader } from './run-reader.js';
 
 /** Where runs' success markers are: the queues' connection and key prefix. */

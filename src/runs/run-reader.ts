@@ -1,7 +1,9 @@
 /**
  * The one reader of runs: what became of each handler's run of a delivery, read from the queues.
- * The console, its API, the CLI, the operators' actions (restart.ts) and the public exports all
- * read runs here, and nowhere else; the worker that makes the attempts is not asked.
+ * The console, its API, the CLI, the operators' actions (restart.ts, bulk-actions.ts) and the
+ * public exports all read runs here, and nowhere else; the worker that makes the attempts is not
+ * asked. A delivery's runs are the ones its routing added and any an operator added since (a
+ * backfill): each handler's queue is asked for the delivery's run.
  */
 import type { Job, Queue } from 'bullmq';
 import { findDelivery } from '../queue/deliveries-queue.js';
@@ -12,7 +14,8 @@ import {
   type AttemptRecord,
   type HandlerRunData,
   type RoutingResult,
-} from './handler-runs-queue.js';
+  type RunQueues,
+} from './run-queues.js';
 
 /**
  * `pending`: waiting, delayed or under way. `unknown`: its job is no longer kept (retention), or
@@ -22,7 +25,7 @@ export type RunState = 'pending' | 'completed' | 'failed' | 'unknown';
 
 export interface RunView {
   readonly handler: string;
-  /** The run's job in `handler-runs`: what `deliveries retry` takes. */
+  /** The id of the run's job in its handler's queue: what `deliveries retry` takes. */
   readonly runId: string;
   readonly state: RunState;
   /** What the handler returned (auto-triage: the rules that matched and the PATCH). */
@@ -44,30 +47,37 @@ export interface RunView {
 }
 
 export interface RunReader {
-  /** The runs of a delivery's job, read once it completed; none before it is routed. */
+  /**
+   * The runs of a delivery's job once it is routed (none before): the ones routing added, and
+   * any added since.
+   */
   runsOf(deliveryJob: Job<Delivery>): Promise<RunView[]>;
-  /** The runs a routing job made, by its id, after that job is gone (`unknown` for runs gone too). */
+  /**
+   * The runs of a delivery job, by its id, after that job is gone: the ones its routing added
+   * (`unknown` for runs gone too), and any added since that are kept.
+   */
   runsOfRouting(deliveryJobId: string, handlers: readonly string[]): Promise<RunView[]>;
   /** The job of the delivery with this key, while the delivery is remembered and its job kept. */
   deliveryJob(deliveryKey: string): Promise<Job<Delivery> | undefined>;
   /** One handler's run of the delivery with this key, once it is routed. */
   find(deliveryKey: string, handler: string): Promise<RunView | undefined>;
   /** The job of a run, for the operators' actions. */
-  jobOf(run: Pick<RunView, 'runId'>): Promise<Job<HandlerRunData> | undefined>;
+  jobOf(run: Pick<RunView, 'runId' | 'handler'>): Promise<Job<HandlerRunData> | undefined>;
 }
 
 export function createRunReader(
   deliveries: Queue<Delivery>,
-  handlerRuns: Queue<HandlerRunData>,
+  runQueues: Pick<RunQueues, 'of' | 'handlers'>,
 ): RunReader {
-  async function view(handler: string, runId: string): Promise<RunView> {
-    const job = await handlerRuns.getJob(runId);
+  async function view(handler: string, runId: string, job?: Job<HandlerRunData>): Promise<RunView> {
+    const queue = runQueues.of(handler);
+    job ??= await queue.getJob(runId);
     if (!job) return { handler, runId, state: 'unknown', history: [], ...cannot };
     const jobState = await job.getState();
     // The state first: a finished job is final, so what is read after it is complete.
     const finished = jobState === 'completed' || jobState === 'failed';
-    const read = finished ? ((await handlerRuns.getJob(runId)) ?? job) : job;
-    const history = await readAttempts(handlerRuns, read, jobState === 'completed');
+    const read = finished ? ((await queue.getJob(runId)) ?? job) : job;
+    const history = await readAttempts(queue, read, jobState === 'completed');
     return {
       handler,
       runId,
@@ -83,23 +93,42 @@ export function createRunReader(
     };
   }
 
+  /** The runs of a delivery job: routing's, in its order, then any other handler's kept. */
+  async function runsOfJob(deliveryJobId: string, routed: readonly string[]): Promise<RunView[]> {
+    const others = (await runQueues.handlers()).filter((handler) => !routed.includes(handler));
+    const added = await Promise.all(
+      others.map(async (handler) => {
+        const runId = runJobId(deliveryJobId, handler);
+        const job = await runQueues.of(handler).getJob(runId);
+        return job ? [await view(handler, runId, job)] : [];
+      }),
+    );
+    const mine = await Promise.all(
+      routed.map((handler) => view(handler, runJobId(deliveryJobId, handler))),
+    );
+    return [...mine, ...added.flat()];
+  }
+
   const reader: RunReader = {
     async runsOf(deliveryJob) {
       // Only a routed delivery's job has a return value.
       const routing = deliveryJob.returnvalue as RoutingResult | null | undefined;
-      return reader.runsOfRouting(deliveryJob.id!, routing?.handlers ?? []);
+      return routing ? runsOfJob(deliveryJob.id!, routing.handlers) : [];
     },
-    runsOfRouting: (deliveryJobId, handlers) =>
-      Promise.all(handlers.map((handler) => view(handler, runJobId(deliveryJobId, handler)))),
+    runsOfRouting: runsOfJob,
     deliveryJob: (deliveryKey) => findDelivery(deliveries, deliveryKey),
     async find(deliveryKey, handler) {
       const deliveryJob = await findDelivery(deliveries, deliveryKey);
       const routing = deliveryJob?.returnvalue as RoutingResult | null | undefined;
-      return deliveryJob && routing?.handlers.includes(handler)
-        ? view(handler, runJobId(deliveryJob.id!, handler))
-        : undefined;
+      if (!deliveryJob || !routing) return undefined;
+      const runId = runJobId(deliveryJob.id!, handler);
+      if (routing.handlers.includes(handler)) return view(handler, runId);
+      // Not routing's: a run an operator added since, while it is kept.
+      if (!(await runQueues.handlers()).includes(handler)) return undefined;
+      const job = await runQueues.of(handler).getJob(runId);
+      return job ? view(handler, runId, job) : undefined;
     },
-    jobOf: async ({ runId }) => handlerRuns.getJob(runId),
+    jobOf: async ({ runId, handler }) => runQueues.of(handler).getJob(runId),
   };
   return reader;
 }

@@ -26,7 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../logger.js';
 import { closeConnection, duplicateConnection, type RedisConnection } from '../queue/redis.js';
 import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
-import { succeededMarkerKey } from '../runs/handler-runs-queue.js';
+import { succeededMarkerKey } from '../runs/run-queues.js';
 import { detached } from '../tracing/tracer.js';
 
 /**

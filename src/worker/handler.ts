@@ -5,6 +5,7 @@
  */
 import type { FeedbackApi } from '../api/client.js';
 import type { Logger } from '../logger.js';
+import { ROUTING } from '../history/delivery-history.js';
 import { FEEDBACK_CREATED } from '../webhooks/delivery.js';
 import type { FeedbackRecord } from '../webhooks/feedback-record.js';
 
@@ -97,6 +98,11 @@ export function defineHandler(definition: HandlerDefinition): Handler {
   if (typeof name !== 'string' || !NAME.test(name)) {
     throw new TypeError(
       `Handler name ${JSON.stringify(name)} is not usable: use 1 to 64 letters, digits, "-", "_" or "."`,
+    );
+  }
+  if (name === ROUTING) {
+    throw new TypeError(
+      `Handler name "${ROUTING}" is taken: it names a delivery's routing in the console`,
     );
   }
   if (typeof definition.handle !== 'function') {

@@ -2,25 +2,26 @@
  * Routing a delivery and making each attempt of its runs. docs/runs.md draws every exit.
  *
  * 1. Routing (a `deliveries` job) asks each handler of the event whether it wants the record,
- *    adds one `handler-runs` job per handler that does, in one call, and completes. It runs no
+ *    adds one job to each taking handler's queue (`runs-<handler>`), and completes. It runs no
  *    handler.
- * 2. Every attempt of a run, the first included, is made by `run`, the `handler-runs` worker's
- *    processor. What an attempt's outcome means is decided by run-policy.ts and applied with
- *    BullMQ's own moves: return (completed), throw (retry, after the handler's backoff),
- *    moveToDelayed (wait out a rate limit), UnrecoverableError (fail: the dead letter),
- *    moveToWait (interrupted by shutdown). A run's state is its job's.
- * 3. A run whose handler this worker does not have (a rolling deploy) waits for a worker that
- *    has it, without spending an attempt.
+ * 2. Every attempt of a run, the first included, is made by `run`, the processor of the workers
+ *    of the handlers' queues. What an attempt's outcome means is decided by run-policy.ts and
+ *    applied with BullMQ's own moves: return (completed), throw (retry, after the handler's
+ *    backoff), BullMQ's manual rate limit (wait: the handler's whole queue waits, and the job
+ *    goes back to waiting), UnrecoverableError (fail: the dead letter), moveToWait (interrupted
+ *    by shutdown). A run's state is its job's.
+ * 3. A worker consumes only the queues of the handlers it has: a run whose handler no worker has
+ *    (a rolling deploy, a handler taken out) waits in its queue, and nothing takes it meanwhile.
  * 4. A run that completed is not run again: a job that was started before without an outcome
  *    asks the completion ledger first (completion-ledger.ts).
  */
 import {
-  DelayedError,
+  RATE_LIMIT_ERROR,
   UnrecoverableError,
   WaitingError,
+  Worker,
   type Job,
   type MinimalJob,
-  type Queue,
 } from 'bullmq';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
@@ -33,7 +34,8 @@ import {
   type AttemptRecord,
   type HandlerRunData,
   type RoutingResult,
-} from '../runs/handler-runs-queue.js';
+  type RunQueues,
+} from '../runs/run-queues.js';
 import { activeSpan, inSpan, type TraceSpan } from '../tracing/tracer.js';
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
 import type { HistoryWriter } from '../history/history-writer.js';
@@ -44,7 +46,8 @@ import { decideRun, retryDelayMs, type AttemptResult, type RunDecision } from '.
 
 export interface RunsOptions {
   readonly handlers: readonly Handler[];
-  readonly handlerRuns: Queue<HandlerRunData>;
+  /** The handlers' queues: routing adds runs to them, and a rate limit stops one of them. */
+  readonly runQueues: Pick<RunQueues, 'of'>;
   readonly completions: CompletionLedger;
   /** Where routings and completed runs are written for the console (failures: runtime.ts). */
   readonly history: HistoryWriter;
@@ -59,9 +62,9 @@ export interface RunsOptions {
 export interface Runs {
   /** The `deliveries` worker's processor. */
   route(job: Job<unknown>): Promise<RoutingResult>;
-  /** The `handler-runs` worker's processor: one attempt of a run. */
+  /** The processor of the handlers' queues: one attempt of a run. */
   run(job: Job<HandlerRunData>, token?: string): Promise<unknown>;
-  /** The `handler-runs` worker's backoff strategy: the delay the retry decision chose. */
+  /** The backoff strategy of the handlers' workers: the delay the retry decision chose. */
   backoff(attemptsMade: number, type?: string, error?: Error, job?: MinimalJob): number;
   /** From now on, an attempt whose signal fires is interrupted, not failed. */
   shutDown(): void;
@@ -70,15 +73,6 @@ export interface Runs {
   /** The ids of the runs whose attempt is in flight. */
   inFlight(): string[];
 }
-
-/** How long a run waits for a worker that has its handler, spread by up to half again. */
-export const MISSING_HANDLER_WAIT_MS = 5_000;
-
-/**
- * A run whose handler no worker has had for this long since the run was added is no rolling
- * deploy: the handler was removed. It goes to the dead letter instead of waiting for ever.
- */
-export const MISSING_HANDLER_GIVE_UP_MS = 24 * 60 * 60 * 1000;
 
 /** The metric label and recorded outcome of each decision. */
 const OUTCOME_LABEL: Record<RunDecision['kind'], AttemptRecord['outcome']> = {
@@ -90,13 +84,11 @@ const OUTCOME_LABEL: Record<RunDecision['kind'], AttemptRecord['outcome']> = {
 };
 
 export function createRuns(options: RunsOptions): Runs {
-  const { handlers, handlerRuns, completions, history, api, logger } = options;
+  const { handlers, runQueues, completions, history, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const inFlight = new Map<RunContext, string>();
   /** The delay of each retry decided and not yet taken by BullMQ, by job id. */
   const retryDelays = new Map<string, number>();
-  /** Handlers this worker lacks that it has said so for, once each. */
-  const missing = new Set<string>();
   let shuttingDown = false;
 
   const route = async (job: Job<unknown>): Promise<RoutingResult> => {
@@ -107,7 +99,7 @@ export function createRuns(options: RunsOptions): Runs {
       (handler) => handler.events.includes(delivery.event) && wants(handler, delivery),
     );
     await addRuns(
-      handlerRuns,
+      runQueues,
       { deliveryJobId: job.id!, delivery },
       taking.map(({ name, attempts }) => ({ handler: name, attempts })),
       { dedupeTtlSeconds: options.dedupeTtlSeconds, retention: options.retention },
@@ -131,7 +123,8 @@ export function createRuns(options: RunsOptions): Runs {
     if (!check.ok) throw notADelivery(logger, job, check.issues);
     const { delivery } = check;
     const handler = byName.get(job.name);
-    if (!handler) return waitForHandler(job, token);
+    // Each handler's queue holds its runs only; a job named otherwise was added by hand.
+    if (!handler) throw toDeadLetter(`no handler named "${job.name}" takes this queue's runs`);
     // Started before without an outcome: a crash, or a completion Redis never got. A job that
     // looks new may still be one whose completion a failover lost (see completion-ledger.ts).
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
@@ -206,14 +199,14 @@ export function createRuns(options: RunsOptions): Runs {
         return decision.result;
       case 'retry':
         retryDelays.set(job.id!, decision.delayMs);
-        throw !result.ok && result.error instanceof Error
-          ? result.error
-          : new Error(decision.reason);
+        throw new HandlerAttemptError(decision.reason, result.ok ? undefined : result.error);
       case 'wait':
-        await job.moveToDelayed(Date.now() + decision.delayMs, token);
-        throw new DelayedError();
+        // The limit is the handler's (the API's, shared by its runs): its whole queue waits, and
+        // this job goes back to waiting without spending an attempt. Nothing bounces meanwhile.
+        await runQueues.of(handler.name).rateLimit(decision.delayMs);
+        throw Worker.RateLimitError();
       case 'fail':
-        throw new UnrecoverableError(decision.reason);
+        throw new UnrecoverableError(notASignal(decision.reason));
       case 'interrupted':
         await job.moveToWait(token);
         throw new WaitingError();
@@ -243,23 +236,6 @@ export function createRuns(options: RunsOptions): Runs {
     } finally {
       inFlight.delete(context);
     }
-  };
-
-  /** A rolling deploy: another worker has this handler. The run waits for it, no attempt spent. */
-  const waitForHandler = async (job: Job<HandlerRunData>, token?: string): Promise<never> => {
-    if (Date.now() - job.timestamp > MISSING_HANDLER_GIVE_UP_MS) {
-      throw toDeadLetter(`no worker has had a handler named "${job.name}" for a day`);
-    }
-    if (!missing.has(job.name)) {
-      missing.add(job.name);
-      logger.warn(
-        { handler: job.name },
-        'a run of a handler this worker does not have: left for a worker that has it',
-      );
-    }
-    const waitMs = MISSING_HANDLER_WAIT_MS * (1 + Math.random() / 2);
-    await job.moveToDelayed(Date.now() + waitMs, token);
-    throw new DelayedError();
   };
 
   return {
@@ -362,6 +338,24 @@ function notADelivery(
 function toDeadLetter(reason: string): UnrecoverableError {
   activeSpan().addEvent('moved to the dead letter', { 'feedback.run.reason': reason });
   return new UnrecoverableError(reason);
+}
+
+/**
+ * A failed attempt, as BullMQ is told of it: the handler's own error is its cause, never thrown
+ * as it is, so that an error of the handler's that BullMQ would read as one of its control
+ * signals (named DelayedError or WaitingError, or with the rate limit's message) is a failure.
+ */
+export class HandlerAttemptError extends Error {
+  override readonly name = 'HandlerAttemptError';
+
+  constructor(reason: string, cause: unknown) {
+    super(notASignal(reason), cause === undefined ? undefined : { cause });
+  }
+}
+
+/** BullMQ reads a failure with its rate limit's message as the manual rate limit's signal. */
+function notASignal(reason: string): string {
+  return reason === RATE_LIMIT_ERROR ? `the handler threw: ${reason}` : reason;
 }
 
 function describe(error: unknown): string {

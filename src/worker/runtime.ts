@@ -1,8 +1,8 @@
 /**
- * The worker runtime: two BullMQ workers, one consuming `deliveries` (each job routes a delivery:
- * it adds its runs) and one consuming `handler-runs` (every attempt of every run), and how they
- * stop. A watchdog recreates either if it stops taking jobs (watchdog.ts). What happens to a run
- * is in runs.ts.
+ * The worker runtime: one BullMQ worker consuming `deliveries` (each job routes a delivery: it
+ * adds its runs), one per handler consuming that handler's queue (every attempt of its runs), and
+ * how they stop. A watchdog recreates a worker that stops taking jobs (watchdog.ts). What happens
+ * to a run is in runs.ts.
  */
 import { Queue, Worker, type Job } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,22 +11,23 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { DELIVERIES_QUEUE, type JobRetention } from '../queue/deliveries-queue.js';
 import {
-  createHandlerRunsQueue,
-  HANDLER_RUNS_QUEUE,
+  createRunQueues,
+  ROUTING,
+  runQueueName,
   successKeyOf,
   type HandlerRunData,
-} from '../runs/handler-runs-queue.js';
+  type RunQueues,
+} from '../runs/run-queues.js';
 import { CLOSE_WITHIN_MS, type RedisConnection } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
-import { ROUTING } from '../history/delivery-history.js';
 import { createHistoryWriter } from '../history/history-writer.js';
 import { announceHandlers } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
-import { watchWorker } from './watchdog.js';
+import { watchWorker, type WatchedWorker } from './watchdog.js';
 
 export interface WorkerRuntimeOptions {
   /** A worker connection (see createWorkerConnection); BullMQ adds its blocking ones to it. */
@@ -59,7 +60,8 @@ export interface WorkerRuntimeOptions {
 
 export interface WorkerRuntime {
   readonly deliveries: Queue<Delivery>;
-  readonly handlerRuns: Queue<HandlerRunData>;
+  /** The queues of this worker's handlers' runs (and any other asked for on its connection). */
+  readonly runQueues: RunQueues;
   /**
    * Stops taking jobs and waits for running ones; after `timeoutMs` it aborts them through
    * their AbortSignal, and they go back to the queue to run again elsewhere. A handler that
@@ -78,12 +80,18 @@ export const ABANDON_AFTER_MS = 5_000;
 /** A job that stalls (its worker died) more often than this fails instead of looping forever. */
 const MAX_STALLED_COUNT = 3;
 
+/**
+ * BullMQ obeys a manual rate limit (runs.ts: a 429, or our shared limit) only on a queue with a
+ * limiter; this one never limits by itself. Its duration is how long a count of taken jobs lasts.
+ */
+export const RUNS_LIMITER = { max: 1_000_000_000, duration: 1_000 } as const;
+
 export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise<WorkerRuntime> {
   const { connection, prefix, handlers, logger } = options;
   const concurrency = options.concurrency ?? 10;
   const lockDuration = options.lockDurationMs ?? 30_000;
-  const handlerRuns = createHandlerRunsQueue(connection, prefix);
-  handlerRuns.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
+  const onQueueError = (error: Error) => logger.debug({ error: error.message }, 'queue error');
+  const runQueues = createRunQueues(connection, prefix, onQueueError);
   const completions = createCompletionLedger({
     connection,
     prefix,
@@ -98,7 +106,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     ttlSeconds: options.dedupeTtlSeconds,
     logger,
   });
-  const runs = createRuns({ ...options, handlerRuns, completions, history });
+  const runs = createRuns({ ...options, runQueues, completions, history });
 
   const workerOptions = {
     connection,
@@ -120,6 +128,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   /**
    * A job that failed for good: its delivery's history says so. A failed attempt that will be
    * retried has no finish time. A routing that failed has no handlers: its entry says `routing`.
+   * BullMQ emits `failed` for a job that stalled too often as well, once a worker takes it next.
    */
   const failedForGood = (job: Job, data: unknown, handler: string) => {
     const read = readDelivery(data);
@@ -131,24 +140,8 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       reason: job.failedReason,
     });
   };
-  const ranFailed = (job: Job) =>
-    failedForGood(job, (job.data as Partial<HandlerRunData>).delivery, job.name);
-  const routingFailed = (job: Job) => failedForGood(job, job.data, ROUTING);
-  /** BullMQ fails a job that stalled too often in its stalled check, and says only "stalled". */
-  const stalledForGood = async (
-    queue: Queue,
-    jobId: string,
-    failed: (job: Job) => void,
-  ): Promise<void> => {
-    try {
-      const job = await queue.getJob(jobId);
-      if (job && (await job.getState()) === 'failed') failed(job);
-    } catch (error) {
-      logger.debug({ error: (error as Error).message, jobId }, 'could not read a stalled job');
-    }
-  };
   const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, withTelemetry({ connection, prefix }));
-  deliveries.on('error', (error) => logger.debug({ error: error.message }, 'queue error'));
+  deliveries.on('error', onQueueError);
   const deliveriesWorker = watchWorker({
     ...watchdog,
     queue: deliveries,
@@ -156,36 +149,40 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     create: (processor, own) =>
       new Worker(DELIVERIES_QUEUE, processor, withTelemetry({ ...workerOptions, connection: own }))
         .on('error', onError)
-        .on('failed', (job) => job && routingFailed(job))
-        .on('stalled', (jobId) => void stalledForGood(deliveries, jobId, routingFailed)),
+        .on('failed', (job) => job && failedForGood(job, job.data, ROUTING)),
   });
-  const handlersWorker = watchWorker({
-    ...watchdog,
-    queue: handlerRuns,
-    processor: runs.run,
-    create: (processor, own) =>
-      new Worker<HandlerRunData>(
-        HANDLER_RUNS_QUEUE,
-        processor,
-        withTelemetry({
-          ...workerOptions,
-          connection: own,
-          settings: { backoffStrategy: runs.backoff },
-        }),
-      )
-        .on('error', onError)
-        .on('completed', (job) => {
-          const successKey = successKeyOf(job);
-          if (successKey) completions.confirmed(successKey, job.id!);
-        })
-        .on('failed', (job) => job && ranFailed(job))
-        .on('stalled', (jobId) => void stalledForGood(handlerRuns, jobId, ranFailed)),
-  });
-  await Promise.all([
-    deliveriesWorker.worker.waitUntilReady(),
-    handlersWorker.worker.waitUntilReady(),
-  ]);
-  // The console offers these by name, and a backfill gives a new run the handler's attempts.
+  const handlerWorkers = handlers.map(({ name }) =>
+    watchWorker({
+      ...watchdog,
+      queue: runQueues.of(name),
+      processor: runs.run,
+      create: (processor, own) =>
+        new Worker<HandlerRunData>(
+          runQueueName(name),
+          processor,
+          withTelemetry({
+            ...workerOptions,
+            connection: own,
+            limiter: RUNS_LIMITER,
+            settings: { backoffStrategy: runs.backoff },
+          }),
+        )
+          .on('error', onError)
+          .on('completed', (job) => {
+            const successKey = successKeyOf(job);
+            if (successKey) completions.confirmed(successKey, job.id!);
+          })
+          .on(
+            'failed',
+            (job) =>
+              job && failedForGood(job, (job.data as Partial<HandlerRunData>).delivery, job.name),
+          ),
+    }),
+  );
+  const workers: Watched[] = [deliveriesWorker, ...handlerWorkers];
+  await Promise.all(workers.map((watched) => watched.worker.waitUntilReady()));
+  // The console offers these by name and finds their queues, and a backfill gives a new run the
+  // handler's attempts.
   await announceHandlers(
     connection,
     prefix,
@@ -197,7 +194,6 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
       runs.shutDown();
-      const workers = [deliveriesWorker, handlersWorker];
       const graceful = Promise.all(workers.map((watched) => watched.close()));
       if (!(await settlesWithin(graceful, timeoutMs))) {
         const running = runs.abortAll(new Error('worker shutting down'));
@@ -213,13 +209,18 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       await settlesWithin(history.close(), CLOSE_WITHIN_MS);
       await completions.close();
       // Queues wait for Redis to close; a Redis that is away does not hold the exit.
-      await settlesWithin(Promise.all([handlerRuns.close(), deliveries.close()]), CLOSE_WITHIN_MS);
+      await settlesWithin(Promise.all([runQueues.close(), deliveries.close()]), CLOSE_WITHIN_MS);
     })();
     return closing;
   };
 
-  return { deliveries, handlerRuns, close };
+  return { deliveries, runQueues, close };
 }
+
+/** What the runtime does with each of its watched workers, whatever its jobs' data. */
+type Watched = Pick<WatchedWorker<unknown>, 'close' | 'abandon'> & {
+  readonly worker: { waitUntilReady(): Promise<unknown> };
+};
 
 /** Whether `promise` settled within `ms`; it goes on either way. */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {

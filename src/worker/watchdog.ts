@@ -3,10 +3,12 @@
  * worker can be left that way, its blocking connection gone for good while it reports no error
  * (bullmq issues 3185, 4378, 4479): BullMQ relies on ioredis to reconnect and cannot tell.
  *
- * The watchdog looks from outside, through public calls only: jobs are waiting, the worker has
- * room for more, and it has taken none for `stuckAfterMs`. Then it makes a new worker and closes
- * the old one, with a warning and `feedback_receiver_worker_restarts_total`. A worker that is
- * busy, or a queue that is empty or paused, is never restarted.
+ * The watchdog looks from outside, through public calls only: jobs are waiting, BullMQ would hand
+ * them out, the worker has room for more, and it has taken none for `stuckAfterMs`. Then it makes
+ * a new worker and closes the old one, with a warning and `feedback_receiver_worker_restarts_total`.
+ * A worker that is busy is never restarted, nor one whose queue BullMQ itself holds back: empty,
+ * paused, rate limited (a handler's 429, or a limit set in the dashboard), or at its global
+ * concurrency (set in the dashboard) with jobs active elsewhere.
  *
  * Each worker it makes gets a connection of its own (a duplicate of the process's), and closing
  * or cutting off a worker closes only that one: the queues, the completion ledger and the rate
@@ -99,9 +101,13 @@ export function watchWorker<T>(options: WatchdogOptions<T>): WatchedWorker<T> {
     lastCheckAt = now;
   }
 
+  /** Jobs wait that BullMQ would hand to a worker now. */
   async function jobsWaiting(): Promise<boolean> {
     try {
-      return (await queue.getWaitingCount()) > 0 && !(await queue.isPaused());
+      if ((await queue.getWaitingCount()) === 0 || (await queue.isPaused())) return false;
+      if ((await queue.getRateLimitTtl()) > 0) return false;
+      const most = await queue.getGlobalConcurrency();
+      return most === null || (await queue.getActiveCount()) < most;
     } catch {
       return false; // the queue's connection refused the read: nothing to tell from it
     }

@@ -43,7 +43,7 @@ beforeAll(async () => {
   await env.deliver({ id: 'fb_bb3', title: 'Great support' });
   await env.failedRuns(2);
   await env.historyHolds(3);
-  served = await serveOnLoopback(createTestAdminApp(env, worker.handlerRuns, TOKEN));
+  served = await serveOnLoopback(createTestAdminApp(env, worker.runQueues, TOKEN));
   url = served.url;
   browser = await launchChromium();
 }, 30_000);

@@ -93,7 +93,7 @@ beforeAll(async () => {
   await env.completedRuns(7);
   await env.failedRuns(1);
   await env.historyHolds(4);
-  const app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
+  const app = createTestAdminApp(env, worker.runQueues, TOKEN);
   served = await serveOnLoopback(app);
   url = served.url;
   browser = await launchChromium();

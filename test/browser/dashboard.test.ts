@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { loadReceiverConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
-import { HANDLER_RUNS_QUEUE, createHandlerRunsQueue } from '../../src/runs/handler-runs-queue.js';
+import { Redis } from 'ioredis';
+import { announceHandlers } from '../../src/runs/handler-roster.js';
+import { createRunQueue, runQueueName } from '../../src/runs/run-queues.js';
 import { createReceiverDeps, type ReceiverDeps } from '../../src/receiver.js';
 import { launchChromium, serveOnLoopback } from '../helpers/browser.js';
 
@@ -44,9 +46,13 @@ afterAll(async () => {
 
 /** A handler run that failed for good, as the dead letter holds them. */
 async function failedRun(): Promise<string> {
-  const queue = createHandlerRunsQueue({ url: inject('redisUrl') }, prefix);
+  // A worker with this handler has started: the dashboard shows the queues of the roster's.
+  const roster = new Redis(inject('redisUrl'));
+  await announceHandlers(roster, prefix, [{ name: 'notify-team', attempts: 1 }]);
+  roster.disconnect();
+  const queue = createRunQueue({ url: inject('redisUrl') }, prefix, 'notify-team');
   const worker = new Worker(
-    HANDLER_RUNS_QUEUE,
+    runQueueName('notify-team'),
     async () => {
       throw new Error('downstream said no');
     },
@@ -97,13 +103,13 @@ describe('the dashboard at /admin/queues', () => {
     try {
       const page = await context.newPage();
       // Not 'load': the UI also asks for an outside asset, which this machine cannot reach.
-      await page.goto(`${url}/admin/queues/queue/${HANDLER_RUNS_QUEUE}?status=failed`, {
+      await page.goto(`${url}/admin/queues/queue/${runQueueName('notify-team')}?status=failed`, {
         waitUntil: 'domcontentloaded',
       });
       await page.getByText('downstream said no').first().waitFor({ timeout: 15_000 });
       await page.getByRole('button', { name: 'Retry all' }).click();
       await page.getByRole('button', { name: 'Confirm' }).click();
-      const queue = createHandlerRunsQueue({ url: inject('redisUrl') }, prefix);
+      const queue = createRunQueue({ url: inject('redisUrl') }, prefix, 'notify-team');
       try {
         await vi.waitFor(
           async () =>

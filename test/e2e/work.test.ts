@@ -5,9 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
-import { HANDLER_RUNS_QUEUE } from '../../src/runs/handler-runs-queue.js';
+import { createRunQueues, type RunQueues } from '../../src/runs/run-queues.js';
 import {
   reportedUrl,
   runCli,
@@ -29,21 +30,24 @@ const SECRET = 'e2e-work-secret';
 let processes: CliProcess[] = [];
 let api: FakeFeedbackApi;
 let prefix: string;
-let handlerRuns: Queue;
+let runQueues: RunQueues;
+let rosterReads: Redis;
 let deliveries: Queue;
 
 beforeEach(async () => {
   api = await startFakeFeedbackApi();
   prefix = `e2e-${randomUUID().slice(0, 8)}`;
   const connection = { url: inject('redisUrl') };
-  handlerRuns = new Queue(HANDLER_RUNS_QUEUE, { connection, prefix });
+  rosterReads = new Redis(inject('redisUrl'));
+  runQueues = createRunQueues(rosterReads, prefix);
   deliveries = new Queue(DELIVERIES_QUEUE, { connection, prefix });
 });
 afterEach(async () => {
   for (const cli of processes) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
   await Promise.all(processes.map((cli) => cli.exited()));
   processes = [];
-  await Promise.all([handlerRuns.close(), deliveries.close()]);
+  await Promise.all([runQueues.close(), deliveries.close()]);
+  rosterReads.disconnect();
   await api.close();
 });
 
@@ -100,7 +104,7 @@ describe('feedback-receiver work', () => {
     expect((await postSigned(url, record)).status).toBe(200); // a duplicate changes nothing
     await vi.waitFor(
       async () =>
-        expect(await countCompletedRuns(handlerRuns), `both handler runs\n${worker.output()}`).toBe(
+        expect(await countCompletedRuns(runQueues), `both handler runs\n${worker.output()}`).toBe(
           2,
         ),
       { timeout: 5_000 },
@@ -130,7 +134,7 @@ describe('feedback-receiver work', () => {
     expect((await fetch(`${probes}/healthz`)).status).toBe(200);
     expect((await fetch(`${probes}/readyz`)).status).toBe(200);
     await postSigned(url, { id: 'fb_metrics', title: 'It crashed', priority_id: 1 });
-    await vi.waitFor(async () => expect(await countCompletedRuns(handlerRuns), 'the run').toBe(1), {
+    await vi.waitFor(async () => expect(await countCompletedRuns(runQueues), 'the run').toBe(1), {
       timeout: 5_000,
     });
     const metrics = await (await fetch(`${probes}/metrics`)).text();
@@ -231,7 +235,7 @@ describe('feedback-receiver work', () => {
       TRIAGE_DRY_RUN: 'true',
     });
     await postSigned(url, { id: 'fb_dry', title: 'It crashed twice', priority_id: 1 });
-    await vi.waitFor(async () => expect(await countCompletedRuns(handlerRuns), 'the run').toBe(1), {
+    await vi.waitFor(async () => expect(await countCompletedRuns(runQueues), 'the run').toBe(1), {
       timeout: 5_000,
     });
     // The log line crosses a pipe; it may arrive a moment after Redis says the run completed.

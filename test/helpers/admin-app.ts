@@ -1,12 +1,11 @@
 /** The admin router (console and dashboard) over a test worker's queues, as the receiver mounts it. */
-import type { Queue } from 'bullmq';
 import express, { type Express } from 'express';
 import { createAdminRouter } from '../../src/http/admin-dashboard.js';
 import { createBulkActions } from '../../src/runs/bulk-actions.js';
 import { createDeadLetter } from '../../src/runs/dead-letter.js';
 import { readRoster } from '../../src/runs/handler-roster.js';
 import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
-import type { HandlerRunData } from '../../src/runs/handler-runs-queue.js';
+import type { RunQueues } from '../../src/runs/run-queues.js';
 import { createHistorySearch } from '../../src/history/history-search.js';
 import { createDeliveryLog } from '../../src/runs/delivery-log.js';
 import { createRunAgain } from '../../src/runs/restart.js';
@@ -15,11 +14,11 @@ import type { TestWorkerEnv } from './test-worker.js';
 
 export function createTestAdminApp(
   env: TestWorkerEnv,
-  handlerRuns: Queue<HandlerRunData>,
+  runQueues: RunQueues,
   token: string,
 ): Express {
-  const queues = [env.deliveries, handlerRuns];
-  const runs = createRunReader(env.deliveries, handlerRuns);
+  const queues = async () => [env.deliveries, ...(await runQueues.all())];
+  const runs = createRunReader(env.deliveries, runQueues);
   const markers = { connection: env.connection, prefix: env.prefix };
   const history = createHistorySearch({
     connection: env.connection,
@@ -34,7 +33,7 @@ export function createTestAdminApp(
         deliveryLog: createDeliveryLog(env.deliveries, runs, history, env.quarantine),
         quarantine: env.quarantine,
         deliveries: env.producer,
-        deadLetter: createDeadLetter({ handlerRuns, deliveries: env.deliveries, markers }),
+        deadLetter: createDeadLetter({ runQueues, deliveries: env.deliveries, markers }),
         runs,
         runAgain: createRunAgain({ reader: runs, markers }),
         bulk: createBulkActions({
@@ -42,7 +41,7 @@ export function createTestAdminApp(
           prefix: env.prefix,
           history,
           deliveries: env.deliveries,
-          handlerRuns,
+          runQueues,
           markers,
           dedupeTtlSeconds: env.dedupeTtlSeconds,
         }),

@@ -83,7 +83,7 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
   await deliveries.queue.waitUntilReady();
   const quarantine = createQuarantine({ connection, prefix, writes });
   const metrics = createMetrics();
-  metrics.watchQueues([deliveries.queue]);
+  metrics.watchQueues(async () => [deliveries.queue]);
   const app = createApp({
     metrics,
     scheme: createSignatureScheme({

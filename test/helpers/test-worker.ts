@@ -20,12 +20,12 @@ import {
   type RedisConnection,
 } from '../../src/queue/redis.js';
 import type { ReplicaAcks } from '../../src/queue/replicated-writes.js';
-import type { HandlerRunData } from '../../src/runs/handler-runs-queue.js';
+import type { RunQueues } from '../../src/runs/run-queues.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import type { Handler } from '../../src/worker/handler.js';
 import { startWorkerRuntime, type WorkerRuntime } from '../../src/worker/runtime.js';
-import { countCompletedRuns } from './completed-runs.js';
+import { countCompletedRuns, countRuns } from './completed-runs.js';
 
 export interface TestWorkerEnv {
   readonly prefix: string;
@@ -97,7 +97,7 @@ export async function createTestWorkerEnv({
   const runtimes: WorkerRuntime[] = [];
   const connections = [producerConnection];
   const unlimitedApi = createApiClient({ baseUrl: undefined, token: undefined });
-  let handlerRuns: Queue<HandlerRunData> | undefined;
+  let runQueues: RunQueues | undefined;
 
   const env: TestWorkerEnv = {
     prefix,
@@ -154,23 +154,23 @@ export async function createTestWorkerEnv({
         ...(ackReplicas ? { ackReplicas } : {}),
       });
       runtimes.push(runtime);
-      handlerRuns ??= runtime.handlerRuns;
+      runQueues ??= runtime.runQueues;
       return runtime;
     },
     async completedRuns(count, timeoutMs = 10_000) {
       await vi.waitFor(
         async () =>
           expect(
-            await countCompletedRuns(handlerRuns),
+            await countCompletedRuns(runQueues),
             'completed handler runs',
           ).toBeGreaterThanOrEqual(count),
         { timeout: timeoutMs },
       );
     },
     deadLetter() {
-      if (!handlerRuns) throw new Error('start a worker first');
+      if (!runQueues) throw new Error('start a worker first');
       return createDeadLetter({
-        handlerRuns,
+        runQueues,
         deliveries: producer.queue,
         markers: { connection: producerConnection, prefix },
       });
@@ -179,7 +179,7 @@ export async function createTestWorkerEnv({
       await vi.waitFor(
         async () =>
           expect(
-            (await handlerRuns?.getFailedCount()) ?? 0,
+            await countRuns(runQueues, 'failed'),
             'failed handler runs',
           ).toBeGreaterThanOrEqual(count),
         { timeout: timeoutMs },

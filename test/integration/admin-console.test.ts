@@ -63,7 +63,7 @@ beforeAll(async () => {
   }
   await env.completedRuns(7);
   await env.failedRuns(1);
-  app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
+  app = createTestAdminApp(env, worker.runQueues, TOKEN);
 }, 30_000);
 
 afterAll(() => env?.close());
@@ -384,7 +384,8 @@ describe('the overview', () => {
     expect(body.stats.perMinute.at(-1).counts).toEqual(expected);
     expect(body.queues.map((queue: { name: string }) => queue.name)).toEqual([
       'deliveries',
-      'handler-runs',
+      'runs-auto-triage',
+      'runs-picky',
     ]);
     expect(body.deadLetter).toBe(1);
     const page = await request(app).get('/admin').set('Authorization', bearer).expect(200);

@@ -55,7 +55,7 @@ beforeAll(async () => {
   await env.completedRuns(2);
   await env.failedRuns(2);
   await env.historyHolds(4);
-  app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
+  app = createTestAdminApp(env, worker.runQueues, TOKEN);
 }, 30_000);
 
 afterAll(() => env?.close());
@@ -137,7 +137,7 @@ describe('POST /admin/api/deliveries/bulk', () => {
       .set('Authorization', bearer)
       .expect(200);
     const run = delivery.runs.find((r: { handler: string }) => r.handler === 'picky');
-    const runJob = await laterWorker.handlerRuns.getJob(run.runId);
+    const runJob = await laterWorker.runQueues.of('picky').getJob(run.runId);
     await runJob!.remove();
     const before = pickyRan.filter((id) => id === 'fb_b4').length;
     const plan = await post('/admin/api/deliveries/bulk/plan', {

@@ -12,7 +12,7 @@ import {
   waitForRedis,
   type RedisConnection,
 } from '../../src/queue/redis.js';
-import { succeededMarkerKey } from '../../src/runs/handler-runs-queue.js';
+import { succeededMarkerKey } from '../../src/runs/run-queues.js';
 import {
   createCompletionLedger,
   type CompletionLedger,

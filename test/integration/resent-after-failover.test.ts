@@ -11,7 +11,7 @@
  * under load.
  */
 import { afterEach, expect, it, vi } from 'vitest';
-import { runSuccessKey, succeededMarkerKey } from '../../src/runs/handler-runs-queue.js';
+import { runSuccessKey, succeededMarkerKey } from '../../src/runs/run-queues.js';
 import { deduplicationIdFor, type Delivery } from '../../src/webhooks/delivery.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { startPrimaryWithReplica } from '../helpers/redis-topologies.js';

@@ -10,7 +10,7 @@ import type { Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
-import { runSuccessKey, succeededMarkerKey } from '../../src/runs/handler-runs-queue.js';
+import { runSuccessKey, succeededMarkerKey } from '../../src/runs/run-queues.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
 import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
@@ -56,7 +56,7 @@ beforeAll(async () => {
   await env.deliver({ id: 'fb_a2', title: 'refuse', rating: 5 });
   await env.completedRuns(3);
   await env.failedRuns(1);
-  app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
+  app = createTestAdminApp(env, worker.runQueues, TOKEN);
 }, 30_000);
 
 afterAll(async () => {

@@ -9,7 +9,7 @@
  * the run of one handler: a real Redis refusing a real write, for that run only.
  */
 import { randomUUID } from 'node:crypto';
-import { Queue, QueueEvents, UnrecoverableError } from 'bullmq';
+import { Queue, UnrecoverableError } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, expect, inject, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
@@ -20,7 +20,7 @@ import {
   createWorkerConnection,
   waitForRedis,
 } from '../../src/queue/redis.js';
-import { HANDLER_RUNS_QUEUE, runSuccessKey } from '../../src/runs/handler-runs-queue.js';
+import { runQueueName, runSuccessKey } from '../../src/runs/run-queues.js';
 import { startWorkerRuntime } from '../../src/worker/runtime.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import { defineHandler, type Handler } from '../../src/worker/handler.js';
@@ -104,9 +104,9 @@ async function refusingTheRunOf(
   };
 }
 
-/** The `handler-runs` queue of the test, to read. */
-function runsQueue(env: TestWorkerEnv): Queue {
-  const queue = new Queue(HANDLER_RUNS_QUEUE, { connection: env.connection, prefix: env.prefix });
+/** A handler's runs queue of the test, to read. */
+function runsQueue(env: TestWorkerEnv, handler: string): Queue {
+  const queue = new Queue(runQueueName(handler), { connection: env.connection, prefix: env.prefix });
   cleanup.push(() => queue.close());
   return queue;
 }
@@ -191,35 +191,29 @@ it('leaves the runs of a handler a worker lacks to a worker that has it, instead
     { timeout: 5_000 },
   );
   await newer.close(1_000);
+  // Their retries are due now.
+  const bRuns = runsQueue(env, 'b');
+  await bRuns.promoteJobs();
 
-  // Only the older version runs now, and takes each of b's runs when its retry is due.
-  const events = new QueueEvents(HANDLER_RUNS_QUEUE, {
-    connection: { url: inject('redisUrl') },
-    prefix: env.prefix,
-  });
-  cleanup.push(() => events.close());
-  const takenByOlder = new Set<string>();
-  events.on('active', ({ jobId }) => {
-    if (jobId.endsWith('.b')) takenByOlder.add(jobId);
-  });
-  await events.waitUntilReady();
+  // Only the older version runs now: it takes deliveries and a's runs, and never one of b's,
+  // whose queue it does not consume. They wait there, spending nothing.
   const older = await env.startWorker({ handlers: [a] });
-  await vi.waitFor(
-    () => expect(takenByOlder.size, "b's runs taken by the older worker").toBe(records.length),
-    { timeout: 10_000 },
-  );
+  await env.deliver({ id: 'fb_r5' });
+  await vi.waitFor(() => expect(aCalls, "the older worker's run of a").toContain('fb_r5'), {
+    timeout: 5_000,
+  });
+  expect(await unfinished(bRuns), "b's runs, waiting").toEqual({ ...NONE, waiting: records.length });
   await older.close(1_000);
   const inDeadLetter = (await env.deadLetter().list()).filter((entry) => entry.handler === 'b');
   expect(inDeadLetter, "b's runs in the dead letter").toEqual([]);
 
-  // A worker of the new version finishes every one of them. (Their wait for it is cut short.)
-  const finisher = await env.startWorker({ handlers: [a, b] });
-  await finisher.handlerRuns.promoteJobs();
+  // A worker of the new version finishes every one of them.
+  await env.startWorker({ handlers: [a, b] });
   await vi.waitFor(() => expect([...bDone].sort(), "b's runs completed").toEqual(records), {
     timeout: 5_000,
   });
   expect(await env.deadLetter().count()).toBe(0);
-  expect(aCalls).toHaveLength(records.length);
+  expect(aCalls).toHaveLength(records.length + 1);
 });
 
 it("resolves a worker's close though a handler ignores its signal, and another worker completes the run", async () => {
@@ -254,7 +248,7 @@ it("resolves a worker's close though a handler ignores its signal, and another w
   await vi.waitFor(
     async () => {
       expect(completedElsewhere, 'the run on the other worker').toBe(1);
-      expect(await other.handlerRuns.getCompletedCount(), 'the run completed').toBe(1);
+      expect(await other.runQueues.of('stubborn').getCompletedCount(), 'the run completed').toBe(1);
     },
     { timeout: 10_000 },
   );
@@ -300,7 +294,7 @@ it('does not run a completed handler again when a failed routing job is retried 
   await refusing.allow();
   expect(await env.deadLetter().retry(routing.id!), 'the retry').toBe(true);
   // Routed again: every run of the delivery finishes, b's included.
-  const handlerRuns = runsQueue(env);
+  const handlerRuns = runsQueue(env, 'b');
   await vi.waitFor(
     async () => {
       expect(await env.deliveries.getCompletedCount(), 'the routing job completed').toBe(1);
@@ -454,12 +448,12 @@ it("keeps a run's attempt inside a job, and records its failure, when queueing i
   expect((await env.deliveries.getFailed())[0]?.failedReason, 'why').toMatch(/NOPERM|can't access/);
   const [routing, runs] = await Promise.all([
     env.deliveries.getActiveCount(),
-    runtime.handlerRuns.getActiveCount(),
+    runtime.runQueues.of('b').getActiveCount(),
   ]);
   expect(routing + runs, "jobs active while b's attempt runs").toBe(1);
 
   // b's failure is recorded: its run is retried, and completes.
-  const handlerRuns = runsQueue(env);
+  const handlerRuns = runsQueue(env, 'b');
   slow.open();
   await vi.waitFor(
     async () => {

@@ -64,7 +64,7 @@ beforeAll(async () => {
   });
   await env.deliver({ id: 'fb_h1', title: 'Slow page', rating: 1, status_id: 1 });
   await env.completedRuns(2);
-  app = createTestAdminApp(env, worker.handlerRuns, TOKEN);
+  app = createTestAdminApp(env, worker.runQueues, TOKEN);
 }, 30_000);
 
 afterAll(async () => {

@@ -1,7 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
-import { runJobId, type RoutingResult } from '../../src/runs/handler-runs-queue.js';
+import { runJobId, type RoutingResult } from '../../src/runs/run-queues.js';
 import { createRunReader } from '../../src/runs/run-reader.js';
 import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
@@ -123,7 +123,7 @@ describe('the worker runtime', () => {
     expect(attempts).toEqual({ steady: [1], flaky: [1, 2] });
     const routing = await env.producer.find(key);
     expect(routing?.returnvalue).toEqual({ handlers: ['steady', 'flaky'] });
-    const reader = createRunReader(env.deliveries, runtime.handlerRuns);
+    const reader = createRunReader(env.deliveries, runtime.runQueues);
     const steady = await reader.find(key, 'steady');
     expect(steady).toMatchObject({
       runId: runJobId(routing!.id!, 'steady'),
@@ -162,7 +162,7 @@ describe('the worker runtime', () => {
       },
       { timeout: 5_000 },
     );
-    expect(await second.handlerRuns.getJobCounts('completed', 'waiting', 'active')).toEqual({
+    expect(await second.runQueues.of('once').getJobCounts('completed', 'waiting', 'active')).toEqual({
       completed: 1,
       waiting: 0,
       active: 0,
@@ -389,19 +389,19 @@ describe('the worker runtime', () => {
       });
       const deadLetter = env.deadLetter();
       const [entry] = await deadLetter.list();
-      expect(entry).toMatchObject({ id: job.id, handler: '(routing)' });
+      expect(entry).toMatchObject({ id: job.id, handler: 'routing' });
       expect(entry!.reason).toMatch(/^not a delivery: /);
       expect(entry!.reason).toMatch(data === null || !('record' in data) ? /key|record/ : /record/);
       expect(handled).toBe(0);
     },
   );
 
-  it('fails a handler-runs job whose delivery is not one, without running its handler', async () => {
+  it('fails a run job whose delivery is not one, without running its handler', async () => {
     let handled = 0;
     const runtime = await env.startWorker({
       handlers: [defineHandler({ name: 'never', handle: () => void (handled += 1) })],
     });
-    const job = await runtime.handlerRuns.add('never', { delivery: { key: 'k3' } } as never);
+    const job = await runtime.runQueues.of('never').add('never', { delivery: { key: 'k3' } } as never);
     await env.failedRuns(1);
     const [entry] = await env.deadLetter().list();
     expect(entry).toMatchObject({ id: job.id, handler: 'never', deliveryKey: 'k3' });

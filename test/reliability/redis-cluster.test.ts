@@ -116,14 +116,14 @@ it('serves, triages, replays, retries and shares the rate limit on a cluster-mod
   );
   const runId =
     new RegExp(`^(\\S+)\\n  handler auto-triage, delivery ${key}`, 'm').exec(failed)?.[1] ?? '';
-  const firstFailure = (await cluster.handlerRuns.getJob(runId))!.finishedOn!;
+  const firstFailure = (await cluster.runQueues.of('auto-triage').getJob(runId))!.finishedOn!;
   expect(await cli(['deliveries', 'retry', runId])).toEqual({
     code: 0,
     output: `Queued ${runId} again.\n`,
   });
   await vi.waitFor(
     async () => {
-      const run = await cluster.handlerRuns.getJob(runId);
+      const run = await cluster.runQueues.of('auto-triage').getJob(runId);
       expect(await run?.getState(), 'the retried run to fail again').toBe('failed');
       expect(run!.finishedOn!, 'a second attempt').toBeGreaterThan(firstFailure);
     },

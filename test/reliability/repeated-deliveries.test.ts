@@ -4,7 +4,7 @@
  */
 import { afterAll, expect, it, vi } from 'vitest';
 import { findDelivery } from '../../src/queue/deliveries-queue.js';
-import { runJobId } from '../../src/runs/handler-runs-queue.js';
+import { runJobId } from '../../src/runs/run-queues.js';
 import { SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';

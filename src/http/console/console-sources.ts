@@ -23,8 +23,8 @@ export interface ConsoleSources {
   readonly bulk: BulkActions;
   /** The handlers workers have, by name (see handler-roster.ts). */
   handlerNames(): Promise<string[]>;
-  /** The queues whose depths the overview shows. */
-  readonly queues: readonly Queue[];
+  /** The queues whose depths the overview shows: deliveries, and each handler's runs. */
+  queues(): Promise<readonly Queue[]>;
   /** What the receivers answered, per minute (see delivery-stats.ts). */
   readStats(): Promise<StatsSnapshot>;
   /** TRACE_URL_TEMPLATE: a delivery's trace id links to `{traceId}` in it. */

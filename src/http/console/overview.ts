@@ -46,7 +46,7 @@ export async function readOverview(sources: ConsoleSources): Promise<Overview> {
   const [stats, queues, deadLetter, quarantine] = await Promise.all([
     sources.readStats(),
     Promise.all(
-      sources.queues.map(async (queue) => ({
+      (await sources.queues()).map(async (queue) => ({
         name: queue.name,
         counts: await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'),
       })),

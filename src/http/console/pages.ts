@@ -3,7 +3,7 @@
  * which escapes it; links to a record's URLs only for http(s). The pages run no inline script
  * and load nothing from elsewhere (see CONSOLE_CSP).
  */
-import type { AttemptRecord } from '../../runs/handler-runs-queue.js';
+import type { AttemptRecord } from '../../runs/run-queues.js';
 import type {
   DeliveryPage,
   DeliveryQuery,

@@ -13,7 +13,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { keyPrefix } from '../../../src/config.js';
 import { DELIVERIES_QUEUE } from '../../../src/queue/deliveries-queue.js';
-import { HANDLER_RUNS_QUEUE } from '../../../src/runs/handler-runs-queue.js';
+import { createRunQueues, runQueueName, type RunQueues } from '../../../src/runs/run-queues.js';
 import { createQuarantine, type Quarantine } from '../../../src/queue/quarantine.js';
 import { runCli, startServe, type CliProcess } from '../../helpers/cli-process.js';
 import type { RedisConnection } from '../../../src/queue/redis.js';
@@ -22,6 +22,8 @@ import type { RedisUnderTest } from '../../helpers/redis-topologies.js';
 
 export const SECRET = 'reliability-secret-7d1f0c9a4b';
 export const PROBE_HANDLER = 'test/fixtures/handlers/reliability-probe.mjs';
+/** The name the probe handler gives itself. */
+export const PROBE_HANDLER_NAME = 'reliability-probe';
 
 export interface Receiver {
   readonly cli: CliProcess;
@@ -41,7 +43,10 @@ export interface Cluster<R extends RedisUnderTest = SingleRedis> {
   readonly prefix: string;
   /** A client for the suite's own reads; fails fast while Redis is down. */
   readonly client: RedisConnection;
+  /** The probe handler's runs queue (every scenario's workers run PROBE_HANDLER). */
   readonly handlerRuns: Queue;
+  /** Every handler's runs queue, as the workers announce their handlers. */
+  readonly runQueues: RunQueues;
   readonly deliveries: Queue;
   readonly quarantine: Quarantine;
   /** Where the probe handler appends one line per effect (`<key>`) and per run (`<pid> <key>`). */
@@ -82,9 +87,13 @@ export async function startCluster(
   const prefix = `rel-${randomUUID().slice(0, 8)}`;
   const keys = keyPrefix(prefix, redis.url);
   const client = redis.connect();
-  const handlerRuns = new Queue(HANDLER_RUNS_QUEUE, { connection: client, prefix: keys });
+  const handlerRuns = new Queue(runQueueName(PROBE_HANDLER_NAME), {
+    connection: client,
+    prefix: keys,
+  });
   const deliveries = new Queue(DELIVERIES_QUEUE, { connection: client, prefix: keys });
   for (const queue of [handlerRuns, deliveries]) queue.on('error', () => {});
+  const runQueues = createRunQueues(client, keys);
   const effectsLog = join(dir, 'effects.log');
   const runsLog = join(dir, 'runs.log');
   const processes: CliProcess[] = [];
@@ -98,6 +107,7 @@ export async function startCluster(
     prefix,
     client,
     handlerRuns,
+    runQueues,
     deliveries,
     quarantine: createQuarantine({ connection: client, prefix: keys }),
     effectsLog,
@@ -144,7 +154,7 @@ export async function startCluster(
     async close() {
       for (const cli of processes) if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
       await Promise.all(processes.map((cli) => cli.exited()));
-      await Promise.all([handlerRuns.close(), deliveries.close()]);
+      await Promise.all([handlerRuns.close(), runQueues.close(), deliveries.close()]);
       client.disconnect();
       await redis.stop();
       await rm(dir, { recursive: true, force: true });

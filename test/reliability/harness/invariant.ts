@@ -40,7 +40,7 @@ export async function settle(
   const settled = vi.waitFor(
     async () => {
       const counts = await Promise.all(
-        [cluster.deliveries, cluster.handlerRuns].map((queue) => queue.getJobCounts(...UNFINISHED)),
+        (await everyQueue(cluster)).map((queue) => queue.getJobCounts(...UNFINISHED)),
       );
       expect(counts, 'jobs not finished yet').toEqual(
         counts.map(() => Object.fromEntries(UNFINISHED.map((state) => [state, 0]))),
@@ -62,7 +62,7 @@ export async function settle(
 async function describeUnfinished(cluster: Cluster): Promise<string> {
   const now = Date.now();
   const jobs = await Promise.all(
-    [cluster.deliveries, cluster.handlerRuns].map((queue) => queue.getJobs([...UNFINISHED], 0, 9)),
+    (await everyQueue(cluster)).map((queue) => queue.getJobs([...UNFINISHED], 0, 9)),
   ).catch((error: Error) => error);
   if (jobs instanceof Error) return `(could not read them: ${jobs.message})`;
   const described = jobs.flat().map((job) => ({
@@ -106,6 +106,13 @@ export function expectInvariant(result: Tally): void {
 }
 
 async function deadLetterKeys(cluster: Cluster): Promise<string[]> {
-  const failed = await cluster.handlerRuns.getFailed(0, -1);
+  const failed = (
+    await Promise.all((await cluster.runQueues.all()).map((queue) => queue.getFailed(0, -1)))
+  ).flat();
   return failed.map((job) => (job.data as { delivery: { key: string } }).delivery.key);
+}
+
+/** The deliveries queue and every handler's runs queue (an outage makes the roster's read throw). */
+async function everyQueue(cluster: Cluster) {
+  return [cluster.deliveries, ...(await cluster.runQueues.all())];
 }

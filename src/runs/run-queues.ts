@@ -1,15 +1,92 @@
 /**
- * What a run is in Redis. A run is one handler's work on one delivery, and it is one job of the
- * `handler-runs` queue from its first attempt: BullMQ's attempts, backoff, delay and failed state
- * are the run's. The routing job adds a delivery's runs and completes; every attempt is made by
- * the worker's one executor (src/worker/runs.ts). docs/runs.md draws the whole life.
+ * What a run is in Redis. A run is one handler's work on one delivery, and it is one job of its
+ * handler's own queue, `runs-<handler>`, from its first attempt: BullMQ's attempts, backoff,
+ * delay, rate limit and failed state are the run's. A worker consumes only the queues of the
+ * handlers it has, so a run whose handler no worker has waits in its queue; pausing, concurrency
+ * and rate limits come per handler, from BullMQ. The routing job adds a delivery's runs and
+ * completes; every attempt is made by the worker's one executor (src/worker/runs.ts). docs/runs.md
+ * draws the whole life.
  */
 import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
 import type { JobRetention } from '../queue/deliveries-queue.js';
+import type { RedisConnection } from '../queue/redis.js';
 import { withTelemetry } from '../tracing/tracer.js';
+import { readRoster } from './handler-roster.js';
 
-export const HANDLER_RUNS_QUEUE = 'handler-runs';
+/**
+ * The name a delivery's routing has wherever runs are listed by handler (the history, the dead
+ * letter, bulk actions): no handler may take it (defineHandler refuses it).
+ */
+export { ROUTING } from '../history/delivery-history.js';
+
+/** The queue of one handler's runs. (BullMQ refuses `:` in a queue name; handler names have none.) */
+export function runQueueName(handler: string): string {
+  return `runs-${handler}`;
+}
+
+/**
+ * The queues of handlers' runs on one connection, opened as they are asked for and kept until
+ * `close`. Which handlers there are is the roster's word (handler-roster.ts): every worker writes
+ * its own at start.
+ */
+export interface RunQueues {
+  /** The queue of this handler's runs. */
+  of(handler: string): Queue<HandlerRunData>;
+  /**
+   * The handlers that have a queue: those a worker started with within the roster's memory, and
+   * those asked for here already. Sorted.
+   */
+  handlers(): Promise<string[]>;
+  /** The queues of `handlers()`. */
+  all(): Promise<Queue<HandlerRunData>[]>;
+  close(): Promise<void>;
+}
+
+export function createRunQueues(
+  connection: RedisConnection,
+  prefix: string,
+  onError: (error: Error) => void = () => {},
+): RunQueues {
+  const opened = new Map<string, Queue<HandlerRunData>>();
+  const of = (handler: string) => {
+    let queue = opened.get(handler);
+    if (!queue) {
+      queue = createRunQueue(connection, prefix, handler);
+      queue.on('error', onError);
+      opened.set(handler, queue);
+    }
+    return queue;
+  };
+  const handlers = async () => {
+    const known = new Set(opened.keys());
+    for (const { name } of await readRoster(connection, prefix, { includeRetired: true })) {
+      known.add(name);
+    }
+    return [...known].sort();
+  };
+  return {
+    of,
+    handlers,
+    all: async () => (await handlers()).map(of),
+    close: async () => {
+      await Promise.all([...opened.values()].map((queue) => queue.close()));
+    },
+  };
+}
+
+export function createRunQueue(connection: ConnectionOptions, prefix: string, handler: string) {
+  return new Queue<HandlerRunData>(runQueueName(handler), withTelemetry({ connection, prefix }));
+}
+
+/**
+ * The handler whose queue a run id belongs to: a run's id is its delivery job's id, a `.`, and
+ * the handler's name (runJobId). Undefined for an id of no run (a delivery job's).
+ */
+export function handlerOfRunId(runId: string): string | undefined {
+  const dot = runId.indexOf('.');
+  return dot > 0 && dot < runId.length - 1 ? runId.slice(dot + 1) : undefined;
+}
 
 /**
  * The backoff type of every run job: the worker computes each retry's delay from the handler's
@@ -50,10 +127,6 @@ export const HANDLER_RUN_RETENTION: JobRetention = {
   removeOnFail: { age: 30 * 24 * 60 * 60, count: 100_000 },
 };
 
-export function createHandlerRunsQueue(connection: ConnectionOptions, prefix: string) {
-  return new Queue<HandlerRunData>(HANDLER_RUNS_QUEUE, withTelemetry({ connection, prefix }));
-}
-
 /**
  * A run's job id: its delivery's job id and the handler's name. A delivery job is made per
  * accepted request (a random id), so a delivery received again after DEDUPE_TTL_SECONDS gets
@@ -83,7 +156,7 @@ export function successKeyOf(job: Job<unknown>): string | undefined {
 
 /** The key of the marker that says a run's handler succeeded (see completion-ledger.ts). */
 export function succeededMarkerKey(prefix: string, successKey: string): string {
-  return `${prefix}:${HANDLER_RUNS_QUEUE}:succeeded:${successKey}`;
+  return `${prefix}:run-succeeded:${successKey}`;
 }
 
 export interface NewRun {
@@ -110,7 +183,7 @@ export interface AddRunsOptions {
  * atomic FlowProducer.addBulk takes no deduplication.)
  */
 export async function addRuns(
-  queue: Queue<HandlerRunData>,
+  queues: Pick<RunQueues, 'of'>,
   routed: { readonly deliveryJobId: string; readonly delivery: Delivery },
   runs: readonly NewRun[],
   { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
@@ -127,7 +200,7 @@ export async function addRuns(
         backoff: { type: RUN_BACKOFF_TYPE },
         keepLogs: MOST_ATTEMPT_RECORDS,
       };
-      return queue.add(handler, data, opts);
+      return queues.of(handler).add(handler, data, opts);
     }),
   );
 }
