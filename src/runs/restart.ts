@@ -16,12 +16,7 @@
  */
 import type { FinishedStatus, Job } from 'bullmq';
 import type { RedisConnection } from '../queue/redis.js';
-import {
-  completingAttempt,
-  logAttempt,
-  succeededMarkerKey,
-  successKeyOf,
-} from './run-queues.js';
+import { completingAttempt, logAttempt, succeededMarkerKey, successKeyOf } from './run-queues.js';
 import type { RunReader } from './run-reader.js';
 
 /** Where runs' success markers are: the queues' connection and key prefix. */

@@ -6,6 +6,8 @@
 import type { Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createHistorySearch } from '../../src/history/history-search.js';
+import { BulkBusyError, createBulkActions } from '../../src/runs/bulk-actions.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import type { WorkerRuntime } from '../../src/worker/runtime.js';
 import { createTestAdminApp } from '../helpers/admin-app.js';
@@ -181,5 +183,30 @@ describe('POST /admin/api/deliveries/bulk', () => {
       .expect(403);
     expect(refused.body).toMatchObject({ code: 'CROSS_SITE_REQUEST' });
     await request(app).post('/admin/api/deliveries/bulk').send({ action: 'retry' }).expect(401);
+  });
+});
+
+describe('bulk actions in one process', () => {
+  it('runs two at once at most, however many are asked for in the same moment', async () => {
+    const { connection, prefix } = env;
+    const bulk = createBulkActions({
+      connection,
+      prefix,
+      history: createHistorySearch({ connection, prefix, ttlSeconds: env.dedupeTtlSeconds }),
+      deliveries: env.deliveries,
+      runQueues: laterWorker.runQueues,
+      markers: { connection, prefix },
+      dedupeTtlSeconds: env.dedupeTtlSeconds,
+    });
+    // Asked for together: none of them has started when the next is asked for.
+    const asked = [1, 2, 3].map(() => bulk.start({ action: 'retry', q: 'no-such-words' }));
+    const settled = await Promise.allSettled(asked);
+    expect(settled.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+    ]);
+    expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(BulkBusyError);
+    await bulk.close();
   });
 });

@@ -106,7 +106,10 @@ async function refusingTheRunOf(
 
 /** A handler's runs queue of the test, to read. */
 function runsQueue(env: TestWorkerEnv, handler: string): Queue {
-  const queue = new Queue(runQueueName(handler), { connection: env.connection, prefix: env.prefix });
+  const queue = new Queue(runQueueName(handler), {
+    connection: env.connection,
+    prefix: env.prefix,
+  });
   cleanup.push(() => queue.close());
   return queue;
 }
@@ -202,7 +205,10 @@ it('leaves the runs of a handler a worker lacks to a worker that has it, instead
   await vi.waitFor(() => expect(aCalls, "the older worker's run of a").toContain('fb_r5'), {
     timeout: 5_000,
   });
-  expect(await unfinished(bRuns), "b's runs, waiting").toEqual({ ...NONE, waiting: records.length });
+  expect(await unfinished(bRuns), "b's runs, waiting").toEqual({
+    ...NONE,
+    waiting: records.length,
+  });
   await older.close(1_000);
   const inDeadLetter = (await env.deadLetter().list()).filter((entry) => entry.handler === 'b');
   expect(inDeadLetter, "b's runs in the dead letter").toEqual([]);

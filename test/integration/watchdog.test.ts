@@ -104,6 +104,58 @@ it('leaves a busy worker alone while jobs wait for it, and an idle one with noth
   expect(restarts()).toBe(0);
 });
 
+it('leaves a worker alone while a global concurrency set in the dashboard holds jobs back', async () => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const done: string[] = [];
+  // Room for two at once in this worker; the queue allows one at a time across all workers.
+  const { queue, restarts, lines } = setUp(async (job) => {
+    if (job.name === 'long') await released;
+    done.push(job.name);
+  }, 2);
+  cleanup.push(async () => release());
+  await queue.setGlobalConcurrency(1);
+  await queue.add('long', {});
+  await queue.add('next', {});
+  await queue.add('last', {});
+  await vi.waitFor(
+    async () => {
+      expect(await queue.getActiveCount(), 'the long job').toBe(1);
+      expect(await queue.getWaitingCount(), 'jobs BullMQ holds back').toBe(2);
+    },
+    { timeout: 5_000 },
+  );
+  // Proving that nothing happens takes time passing: four bounds of 300 ms.
+  await sleep(1_200);
+  expect(restarts(), 'workers recreated').toBe(0);
+  expect(lines).toEqual([]);
+  release();
+  await vi.waitFor(() => expect(done, 'every job').toEqual(['long', 'next', 'last']), {
+    timeout: 5_000,
+  });
+});
+
+it('leaves a worker alone while a rate limit holds jobs back', async () => {
+  const done: string[] = [];
+  const { queue, restarts, lines } = setUp(async (job) => void done.push(job.name));
+  // One job a minute: the first runs, the others wait for the window to end.
+  await queue.setGlobalRateLimit(1, 60_000);
+  await queue.add('first', {});
+  await queue.add('second', {});
+  await queue.add('third', {});
+  await vi.waitFor(
+    async () => {
+      expect(done, 'the first job').toEqual(['first']);
+      expect(await queue.getWaitingCount(), 'jobs BullMQ holds back').toBe(2);
+    },
+    { timeout: 5_000 },
+  );
+  await sleep(1_200);
+  expect(restarts(), 'workers recreated').toBe(0);
+  expect(lines).toEqual([]);
+  expect(done).toEqual(['first']);
+});
+
 it("lets a replaced worker finish its job, then closes only that worker's connection", async () => {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));

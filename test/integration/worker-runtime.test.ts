@@ -162,7 +162,9 @@ describe('the worker runtime', () => {
       },
       { timeout: 5_000 },
     );
-    expect(await second.runQueues.of('once').getJobCounts('completed', 'waiting', 'active')).toEqual({
+    expect(
+      await second.runQueues.of('once').getJobCounts('completed', 'waiting', 'active'),
+    ).toEqual({
       completed: 1,
       waiting: 0,
       active: 0,
@@ -401,7 +403,9 @@ describe('the worker runtime', () => {
     const runtime = await env.startWorker({
       handlers: [defineHandler({ name: 'never', handle: () => void (handled += 1) })],
     });
-    const job = await runtime.runQueues.of('never').add('never', { delivery: { key: 'k3' } } as never);
+    const job = await runtime.runQueues
+      .of('never')
+      .add('never', { delivery: { key: 'k3' } } as never);
     await env.failedRuns(1);
     const [entry] = await env.deadLetter().list();
     expect(entry).toMatchObject({ id: job.id, handler: 'never', deliveryKey: 'k3' });

@@ -24,6 +24,10 @@ describe('defineHandler', () => {
     },
   );
 
+  it("refuses the name 'routing', which names a delivery's routing in the console", () => {
+    expect(() => defineHandler({ name: 'routing', handle })).toThrow(/"routing" is taken/);
+  });
+
   it('refuses a definition without handle, or with nonsense attempts or backoff', () => {
     expect(() => defineHandler({ name: 'a' } as never)).toThrow(/no handle function/);
     expect(() => defineHandler({ name: 'a', attempts: 0, handle })).toThrow(/attempts/);

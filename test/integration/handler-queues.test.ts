@@ -1,0 +1,148 @@
+/**
+ * A queue per handler, on real workers: a run waits in its handler's queue for a worker that has
+ * the handler, an operator's retry included; a rate limit stops the handler's queue instead of
+ * bouncing each of its runs; a handler's own error never passes for one of BullMQ's signals.
+ */
+import { RATE_LIMIT_ERROR, type Queue } from 'bullmq';
+import { afterEach, expect, it, vi } from 'vitest';
+import { ApiRateLimitedError } from '../../src/api/api-errors.js';
+import { runJobId, type HandlerRunData } from '../../src/runs/run-queues.js';
+import { defineHandler } from '../../src/worker/handler.js';
+import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+
+const cleanup: (() => Promise<unknown>)[] = [];
+
+afterEach(async () => {
+  for (const close of cleanup.splice(0).reverse()) await close();
+});
+
+async function setUp(): Promise<TestWorkerEnv> {
+  const env = await createTestWorkerEnv();
+  cleanup.push(() => env.close());
+  return env;
+}
+
+const eventually = <T>(check: () => T | Promise<T>) =>
+  vi.waitFor(check, { timeout: 10_000, interval: 50 });
+
+async function unfinished(queue: Queue) {
+  const { waiting, active, delayed } = await queue.getJobCounts('waiting', 'active', 'delayed');
+  return { waiting, active, delayed };
+}
+
+it("keeps an operator's retry of a run waiting while no worker has its handler", async () => {
+  const env = await setUp();
+  const aRan: string[] = [];
+  const a = defineHandler({ name: 'a', handle: ({ record }) => void aRan.push(record.id) });
+  const failing = defineHandler({
+    name: 'b',
+    attempts: 1,
+    handle: () => {
+      throw new Error('b: broken in this release');
+    },
+  });
+  const first = await env.startWorker({ handlers: [a, failing] });
+  await env.deliver({ id: 'fb_old' });
+  await env.failedRuns(1);
+  const [failed] = await env.deadLetter().list();
+  expect(failed).toMatchObject({ handler: 'b', deliveryKey: 'feedback.created:fb_old' });
+  await first.close(1_000);
+
+  // A rolling deploy: the first worker up runs the release without b. The operator retries.
+  const older = await env.startWorker({ handlers: [a] });
+  expect(await env.deadLetter().retry(failed!.id), 'the retry').toBe(true);
+  await env.deliver({ id: 'fb_new' });
+  await eventually(() => expect(aRan, 'the older worker at work').toContain('fb_new'));
+  expect(await unfinished(older.runQueues.of('b')), "b's run").toEqual({
+    waiting: 1,
+    active: 0,
+    delayed: 0,
+  });
+  expect(await env.deadLetter().count(), 'the dead letter').toBe(0);
+
+  // The release with b fixed comes up and takes it.
+  const bRan: string[] = [];
+  await env.startWorker({
+    handlers: [a, defineHandler({ name: 'b', handle: ({ record }) => void bRan.push(record.id) })],
+  });
+  await eventually(() => expect(bRan).toEqual(['fb_old']));
+});
+
+it("stops a rate-limited handler's queue: its runs wait there instead of bouncing", async () => {
+  const env = await setUp();
+  const WINDOW_MS = 2_000;
+  let limitedUntil: number | undefined;
+  let callsInWindow = 0;
+  let completed = 0;
+  const runtime = await env.startWorker({
+    concurrency: 1,
+    handlers: [
+      defineHandler({
+        name: 'limited',
+        handle: () => {
+          const now = Date.now();
+          limitedUntil ??= now + WINDOW_MS;
+          // Every call within the window meets the API's limit, as a real 429 would.
+          if (now < limitedUntil) {
+            callsInWindow += 1;
+            throw new ApiRateLimitedError({
+              method: 'PATCH',
+              url: 'http://127.0.0.1/v1/feedback/1',
+              status: 429,
+              retryAfterMs: limitedUntil - now,
+              source: 'service',
+            });
+          }
+          completed += 1;
+        },
+      }),
+    ],
+  });
+  const queue = runtime.runQueues.of('limited');
+  const records = Array.from({ length: 20 }, (_, n) => `fb_limit_${n}`);
+  await Promise.all(records.map((id) => env.deliver({ id })));
+  await env.completedRuns(records.length);
+  expect(completed).toBe(records.length);
+  // One call met the limit; the queue waited out the window instead of trying each run.
+  expect(callsInWindow, 'calls while the limit held').toBe(1);
+  const runs = await Promise.all(
+    records.map(async (id) => {
+      const delivery = await env.producer.find(`feedback.created:${id}`);
+      return queue.getJob(runJobId(delivery!.id!, 'limited'));
+    }),
+  );
+  expect(
+    runs.map((job) => job?.attemptsMade),
+    'attempts made by each run: the wait spent none',
+  ).toEqual(records.map(() => 1));
+});
+
+it.each([
+  ['named DelayedError', Object.assign(new Error('the handler gave up'), { name: 'DelayedError' })],
+  ['named WaitingError', Object.assign(new Error('the handler gave up'), { name: 'WaitingError' })],
+  ["with BullMQ's rate limit message", new Error(RATE_LIMIT_ERROR)],
+])('fails an attempt whose handler threw an error %s, as any other', async (_, error) => {
+  const env = await setUp();
+  let calls = 0;
+  const runtime = await env.startWorker({
+    handlers: [
+      defineHandler({
+        name: 'odd',
+        attempts: 2,
+        backoff: { delayMs: 10, jitter: 0 },
+        handle: () => {
+          calls += 1;
+          throw error;
+        },
+      }),
+    ],
+  });
+  await env.deliver({ id: 'fb_odd' });
+  await env.failedRuns(1);
+  expect(calls, 'both attempts').toBe(2);
+  const [entry] = await env.deadLetter().list();
+  expect(entry).toMatchObject({ handler: 'odd', attempts: 2 });
+  expect(entry!.reason).toContain(error.message);
+  const [job] = (await runtime.runQueues.of('odd').getFailed()) as { data: HandlerRunData }[];
+  expect(job?.data.delivery.key).toBe('feedback.created:fb_odd');
+});
