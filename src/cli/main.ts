@@ -19,6 +19,7 @@ import {
   quarantineReplayCommand,
   quarantineShowCommand,
 } from './quarantine.js';
+import { runsUpgradeCommand } from './runs-upgrade.js';
 import { sandboxCommand } from './sandbox.js';
 import { sendCommand } from './send.js';
 import { serveCommand } from './serve.js';
@@ -39,6 +40,7 @@ const COMMANDS: readonly Command[] = [
   quarantineListCommand,
   quarantineShowCommand,
   quarantineReplayCommand,
+  runsUpgradeCommand,
   sandboxCommand,
   demoCommand,
   healthcheckCommand,

@@ -4,6 +4,11 @@ import { createLogger } from '../logger.js';
 import { createHistorySearch } from '../history/history-search.js';
 import { createBulkActions, type BulkActions } from '../runs/bulk-actions.js';
 import { createDeadLetter } from '../runs/dead-letter.js';
+import {
+  moveLegacyRuns,
+  type LegacyRunsMove,
+  type MoveLegacyRunsOptions,
+} from '../runs/legacy-runs.js';
 import type { DeliveryQueueProducer } from '../queue/deliveries-queue.js';
 import { openProducerQueues } from '../queue/producer-queues.js';
 import { createQuarantine } from '../queue/quarantine.js';
@@ -19,6 +24,10 @@ export async function withQueues<T>(
     quarantine: ReturnType<typeof createQuarantine>;
     deliveries: DeliveryQueueProducer;
     bulk: BulkActions;
+    /** Moves the runs an earlier version left in its one queue (legacy-runs.ts). */
+    moveLegacyRuns: (
+      options: Pick<MoveLegacyRunsOptions, 'includeFailed'>,
+    ) => Promise<LegacyRunsMove>;
   }) => Promise<T>,
 ): Promise<T> {
   const config = loadWorkerConfig();
@@ -42,6 +51,14 @@ export async function withQueues<T>(
         dedupeTtlSeconds: config.dedupeTtlSeconds,
       }),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
+      moveLegacyRuns: (options) =>
+        moveLegacyRuns({
+          ...options,
+          connection,
+          prefix,
+          runQueues,
+          dedupeTtlSeconds: config.dedupeTtlSeconds,
+        }),
       deliveries,
     });
   } finally {
