@@ -146,23 +146,18 @@ export function createDeliveryLog(
     if (state === 'failed') return { ...base, state: 'failed', reason: job.failedReason, runs: [] };
     if (state !== 'completed') return { ...base, state: 'waiting', runs: [] };
     const routed = await runs.runsOf(job);
-    return { ...base, state: stateOf(routed), runs: routed };
+    // A run whose job is gone (retention, or a version that kept runs elsewhere): its outcome as
+    // the history keeps it.
+    const shown = routed.some((run) => run.state === 'unknown')
+      ? withOutcomes(routed, await history.byKey(delivery.key))
+      : routed;
+    return { ...base, state: stateOf(shown), runs: shown };
   }
 
   /** A delivery whose job is gone, from its history entry and the run jobs still kept. */
   async function fromHistory(entry: HistoryEntry): Promise<DeliveryView> {
     const kept = await runs.runsOfRouting(entry.deliveryJobId, entry.handlers);
-    const shown = kept.map((run): RunView => {
-      const outcome = entry.outcomes[run.handler];
-      if (run.state !== 'unknown' || !outcome) return run;
-      return {
-        ...run,
-        state: outcome.state,
-        finishedAt: outcome.at,
-        ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
-        ...(outcome.result === undefined ? {} : { result: outcome.result }),
-      };
-    });
+    const shown = withOutcomes(kept, entry);
     return {
       key: entry.key,
       receivedAt: entry.receivedAt,
@@ -210,6 +205,21 @@ export function createDeliveryLog(
       return entry ? fromHistory(entry) : undefined;
     },
   };
+}
+
+/** Runs whose job is gone, shown with the outcome the history keeps of them. */
+function withOutcomes(runs: readonly RunView[], entry: HistoryEntry | undefined): RunView[] {
+  return runs.map((run): RunView => {
+    const outcome = entry?.outcomes[run.handler];
+    if (run.state !== 'unknown' || !outcome) return run;
+    return {
+      ...run,
+      state: outcome.state,
+      finishedAt: outcome.at,
+      ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+      ...(outcome.result === undefined ? {} : { result: outcome.result }),
+    };
+  });
 }
 
 function summaryOf(entry: HistoryEntry): DeliverySummary {
