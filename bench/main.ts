@@ -5,7 +5,7 @@
  * docs/benchmarks.md. Reports; never fails on a figure.
  *
  * Options: --quick (one short round each, for a smoke run; the triage run scaled down to a
- * second), --out <file> (default docs/benchmarks.md), --only triage|console (that section alone;
+ * second), --out <file> (default docs/benchmarks.md), --only triage|console|worker (that section alone;
  * written only to an --out given, never over docs/benchmarks.md).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -39,8 +39,9 @@ const { values } = parseArgs({
   },
 });
 const quick = values.quick;
-if (values.only !== undefined && values.only !== 'triage' && values.only !== 'console') {
-  console.error(`bench: --only takes "triage" or "console", not "${values.only}"`);
+const SECTIONS = ['triage', 'console', 'worker'];
+if (values.only !== undefined && !SECTIONS.includes(values.only)) {
+  console.error(`bench: --only takes "triage", "console" or "worker", not "${values.only}"`);
   process.exit(2);
 }
 const out = values.out ?? (values.only ? undefined : 'docs/benchmarks.md');
@@ -75,6 +76,15 @@ const redisPid = redisServer.process.pid;
 if (redisPid !== undefined) pinning.pin(redisPid, 'rest');
 pinning.pin(process.pid, 'rest');
 const started = Date.now();
+/** The worker and bare BullMQ as processes on one core at once, the same jobs each. */
+const workerPairedOptions = {
+  redis,
+  redisUrl: redisServer.url,
+  pinning,
+  concurrency: HEADLINE_CONCURRENCY,
+  rounds: quick ? 1 : 5,
+  jobs: quick ? 5_000 : 10_000,
+};
 const machine = { node: process.version, cores: cpus().length, cpu: cpus()[0]?.model ?? 'unknown' };
 try {
   if (values.only === 'triage') {
@@ -87,6 +97,8 @@ try {
     await report(
       renderConsoleReport({ date: new Date(), ...machine, minutes, quick, console: result }),
     );
+  } else if (values.only === 'worker') {
+    await benchWorkerAlone();
   } else {
     await benchAll();
   }
@@ -94,6 +106,22 @@ try {
   redis.disconnect();
   await redisServer.stop();
   await rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * `--only worker`: the worker's paired rounds against bare BullMQ and the end-to-end latency,
+ * printed as JSON (the full run's tables are in docs/benchmarks.md).
+ */
+async function benchWorkerAlone(): Promise<void> {
+  const workerPaired = await benchWorkerPaired(workerPairedOptions);
+  const latency = await benchLatency({
+    redis,
+    redisUrl: redisServer.url,
+    pinning,
+    rates: [100],
+    seconds: quick ? 2 : 10,
+  });
+  console.log(JSON.stringify({ ...machine, workerPaired, latency }, null, 2));
 }
 
 async function benchAll(): Promise<void> {
@@ -121,14 +149,7 @@ async function benchAll(): Promise<void> {
     jobs: quick ? 500 : 10_000,
   });
   pinning.pin(process.pid, 'rest');
-  const workerPaired = await benchWorkerPaired({
-    redis,
-    redisUrl: redisServer.url,
-    pinning,
-    concurrency: HEADLINE_CONCURRENCY,
-    rounds: quick ? 1 : 5,
-    jobs: quick ? 5_000 : 10_000,
-  });
+  const workerPaired = await benchWorkerPaired(workerPairedOptions);
   const latency = await benchLatency({
     redis,
     redisUrl: redisServer.url,

@@ -5,11 +5,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import { Redis } from 'ioredis';
-import { afterEach, expect, inject, it, vi } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { defineHandler } from '../../src/worker/handler.js';
 import { createTestAdminApp } from '../helpers/admin-app.js';
 import { countRuns } from '../helpers/completed-runs.js';
+import { refusingTheRunOf } from '../helpers/refusing-redis-user.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
 const TOKEN = 'operator-token-5e2c';
@@ -113,7 +113,8 @@ it("shows a backfilled run on its delivery's page and API, and runs it again", a
 
 it('retries a failed routing in bulk, as it does a failed run', async () => {
   const env = await setUp();
-  const refusing = await refusingRunsOf(env, 'b');
+  const refusing = await refusingTheRunOf(env.prefix, 'b');
+  cleanup.unshift(() => refusing.remove());
   let bRuns = 0;
   const handlers = [defineHandler({ name: 'b', handle: () => void (bRuns += 1) })];
   const worker = await env.startWorker({ handlers, redisUrl: refusing.url });
@@ -152,38 +153,3 @@ it('retries a failed routing in bulk, as it does a failed run', async () => {
     expect(bRuns, "b's run, once routed").toBe(1);
   });
 });
-
-/**
- * A Redis user that may not write the jobs of `handler`'s runs (keys ending in `.<handler>`):
- * routing fails for good. `allow` lifts the ban, for every connection of that user.
- */
-async function refusingRunsOf(env: TestWorkerEnv, handler: string) {
-  expect(handler, 'a one-letter handler name').toMatch(/^[a-z]$/);
-  const admin = new Redis(inject('redisUrl'));
-  const user = `refuses-${env.prefix}`;
-  const password = randomUUID();
-  await admin.call(
-    'ACL',
-    'SETUSER',
-    user,
-    'reset',
-    'on',
-    `>${password}`,
-    '+@all',
-    '&*',
-    '%R~*',
-    `~*[^${handler}]`,
-    `~*[^.]${handler}`,
-  );
-  cleanup.unshift(async () => {
-    await admin.call('ACL', 'DELUSER', user);
-    await admin.quit();
-  });
-  const url = new URL(inject('redisUrl'));
-  url.username = user;
-  url.password = password;
-  return {
-    url: url.toString(),
-    allow: async () => void (await admin.call('ACL', 'SETUSER', user, 'allkeys')),
-  };
-}

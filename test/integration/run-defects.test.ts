@@ -10,8 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Queue, UnrecoverableError } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterEach, expect, inject, it, vi } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
 import { createLogger } from '../../src/logger.js';
 import { createDeliveryQueue } from '../../src/queue/deliveries-queue.js';
@@ -30,6 +29,10 @@ import {
   type TestWorkerEnvOptions,
 } from '../helpers/test-worker.js';
 import { settlesBefore } from '../helpers/hang-guard.js';
+import {
+  refusingTheRunOf as refusingUser,
+  type RefusingUser,
+} from '../helpers/refusing-redis-user.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 
 /** Run after each test, last added first. */
@@ -64,44 +67,11 @@ function delivery(id: string): Delivery {
   };
 }
 
-/**
- * A Redis user that may read every key and write every key but the ones whose name ends in
- * `.<handler>`: the run of that handler (its job and its deduplication marker), in either
- * design's run ids. `allow()` lifts the refusal, as a Redis that has memory again.
- */
-async function refusingTheRunOf(
-  env: TestWorkerEnv,
-  handler: string,
-): Promise<{ url: string; allow(): Promise<void> }> {
-  expect(handler, 'a one-letter handler name').toMatch(/^[a-z]$/);
-  const admin = new Redis(inject('redisUrl'));
-  const user = `refuses-${env.prefix}`;
-  const password = randomUUID();
-  await admin.call(
-    'ACL',
-    'SETUSER',
-    user,
-    'reset',
-    'on',
-    `>${password}`,
-    '+@all',
-    '&*',
-    '%R~*',
-    `~*[^${handler}]`,
-    `~*[^.]${handler}`,
-  );
-  // After the workers have closed: deleting the user disconnects its clients.
-  cleanup.unshift(async () => {
-    await admin.call('ACL', 'DELUSER', user);
-    await admin.quit();
-  });
-  const url = new URL(inject('redisUrl'));
-  url.username = user;
-  url.password = password;
-  return {
-    url: url.toString(),
-    allow: async () => void (await admin.call('ACL', 'SETUSER', user, 'allkeys')),
-  };
+/** A Redis user that refuses to write `handler`'s runs, removed after the workers have closed. */
+async function refusingTheRunOf(env: TestWorkerEnv, handler: string): Promise<RefusingUser> {
+  const refusing = await refusingUser(env.prefix, handler);
+  cleanup.unshift(() => refusing.remove());
+  return refusing;
 }
 
 /** A handler's runs queue of the test, to read. */
