@@ -158,7 +158,8 @@ export function createCompletionLedger({
   const reconnected = () => void (generation += 1);
   markers.on('close', reconnected);
   // A cluster's node connections come and go on their own.
-  if (markers instanceof Cluster) markers.on('node error', reconnected).on('-node', reconnected);
+  const nodeEvents = ['node error', '-node'] as const;
+  if (markers instanceof Cluster) for (const event of nodeEvents) markers.on(event, reconnected);
 
   /** In the order the handlers returned: the first is the oldest. */
   const held = new Map<string, Held>();
@@ -172,15 +173,13 @@ export function createCompletionLedger({
     success.stage === 'unwritten' ||
     (success.stage === 'written' && success.generation !== generation);
 
-  /** Forgets what needs holding no more, and says how many it let go before it was safe. */
+  /** Lets go of what was held too long, and says how many it let go before it was safe. */
   const prune = (now = Date.now()) => {
+    // In the order the handlers returned: the first one young enough ends the search.
     for (const [key, success] of held) {
-      // A delivery no longer remembered needs no marker: it would be a new delivery now.
-      if (success.expiresAt <= now) held.delete(key);
-      else if (success.since + holdAtMostMs <= now) {
-        held.delete(key);
-        letGo += 1;
-      }
+      if (success.since + holdAtMostMs > now) break;
+      held.delete(key);
+      letGo += 1;
     }
     if (letGo > 0 && now - lastLetGoWarning >= LET_GO_WARNING_EVERY_MS) {
       logger.warn(
@@ -198,7 +197,13 @@ export function createCompletionLedger({
    */
   const writeMarkers = async () => {
     prune();
-    const toWrite = [...held].filter(([, success]) => needsWrite(success));
+    const now = Date.now();
+    const toWrite: [string, Held][] = [];
+    for (const [key, success] of held) {
+      // A delivery no longer remembered needs no marker: it would be a new delivery now.
+      if (success.expiresAt <= now) held.delete(key);
+      else if (needsWrite(success)) toWrite.push([key, success]);
+    }
     const on = generation;
     if (toWrite.length > 0) {
       const pipeline = markers.pipeline();
@@ -349,6 +354,8 @@ export function createCompletionLedger({
         );
       }
       markers.off('close', reconnected);
+      if (markers instanceof Cluster)
+        for (const event of nodeEvents) markers.off(event, reconnected);
       if (replicated) await closeConnection(markers);
     },
   };
