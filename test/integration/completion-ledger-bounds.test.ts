@@ -125,3 +125,16 @@ it('lets a run go once held past its age bound, says so, and its marker still an
   // At-least-once from here on, but the primary's marker still says the run completed.
   expect(await ledger.has(keys[0]!)).toBe(true);
 });
+
+it('writes the markers no replica has confirmed again once its connection reconnects', async () => {
+  // A reconnection may reach a new primary, which lacks what the old one had not replicated.
+  await connection.config('RESETSTAT');
+  const { ledger } = openLedger();
+  const keys = complete(ledger, 10);
+  await vi.waitFor(async () => expect(await calls('set')).toBe(10), { timeout: 5_000 });
+
+  // Every client but this one: the ledger's own connection among them.
+  await connection.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+  await vi.waitFor(async () => expect(await calls('set')).toBe(20), { timeout: 10_000 });
+  expect(keys.every((key) => ledger.holds(key))).toBe(true);
+});
