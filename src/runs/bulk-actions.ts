@@ -16,14 +16,7 @@ import type { HistoryEntry } from '../history/delivery-history.js';
 import type { HistorySearch, HistoryState } from '../history/history-search.js';
 import type { RedisConnection } from '../queue/redis.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
-import {
-  addRuns,
-  ROUTING,
-  runJobId,
-  runSuccessKey,
-  succeededMarkerKey,
-  type RunQueues,
-} from './run-queues.js';
+import { addRuns, ROUTING, runJobId, type RunQueues } from './run-queues.js';
 import { readRoster } from './handler-roster.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 
@@ -176,15 +169,14 @@ export function createBulkActions(options: {
     const deliveryJob = await deliveries.getJob(target.deliveryJobId);
     const read = deliveryJob ? readDelivery(deliveryJob.data) : undefined;
     if (!read?.ok || attempts === undefined) return false;
-    // Neither a deduplication key nor a success marker that outlived a removed run job may make
-    // the new run a no-op (BullMQ removes the key with the job; this does not rely on it).
+    // Neither a deduplication key nor a success that outlived a removed run job may make the
+    // new run a no-op (BullMQ removes the key with the job; this does not rely on it): the new
+    // run has a life of its own, which no earlier success matches (completion-ledger.ts).
     await queue.removeDeduplicationKey(id);
-    const successKey = runSuccessKey(target.handler, read.delivery.key);
-    await connection.del(succeededMarkerKey(prefix, successKey));
     await addRuns(
       runQueues,
       { deliveryJobId: target.deliveryJobId, delivery: read.delivery },
-      [{ handler: target.handler, attempts }],
+      [{ handler: target.handler, attempts, life: Date.now() }],
       { dedupeTtlSeconds: options.dedupeTtlSeconds },
     );
     return (await queue.getJobState(id)) !== 'unknown';

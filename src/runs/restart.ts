@@ -1,8 +1,10 @@
 /**
  * An operator starts a finished run again, in one way: its job goes back to waiting with its
  * attempts counted from zero, so it gets all of them and its handler's backoff again, and the
- * worker asks `where()` again before its first attempt. Its success marker is removed first, so a
- * worker that crashes during the new run does not take it for done (see completion-ledger.ts).
+ * worker asks `where()` again before its first attempt. It starts a new life (`life` in its data,
+ * counted up first): a run's success is known by its life (runSuccessKey), so neither a marker of
+ * the old life nor a worker still holding the old life's success in memory (completion-ledger.ts)
+ * takes the new run for done. The old life's marker is removed all the same: nothing needs it.
  *
  * - A retry is for a run that failed for good, however it failed: its last attempt, an
  *   UnrecoverableError, stalled too often, or an error in the processor. `deliveries retry`, the
@@ -16,7 +18,14 @@
  */
 import type { FinishedStatus, Job } from 'bullmq';
 import type { RedisConnection } from '../queue/redis.js';
-import { completingAttempt, logAttempt, succeededMarkerKey, successKeyOf } from './run-queues.js';
+import {
+  completingAttempt,
+  lifeOf,
+  logAttempt,
+  succeededMarkerKey,
+  successKeyOf,
+  type HandlerRunData,
+} from './run-queues.js';
 import type { RunReader } from './run-reader.js';
 
 /** Where runs' success markers are: the queues' connection and key prefix. */
@@ -38,7 +47,11 @@ export async function startAfresh(
 ): Promise<boolean> {
   if ((await job.getState()) !== from) return false;
   const successKey = successKeyOf(job);
-  if (successKey) await markers.connection.del(succeededMarkerKey(markers.prefix, successKey));
+  if (successKey) {
+    await markers.connection.del(succeededMarkerKey(markers.prefix, successKey));
+    // BullMQ's public update; the worker reads the life when it takes the job.
+    await job.updateData({ ...(job.data as HandlerRunData), life: lifeOf(job) + 1 });
+  }
   // The attempt that completed it is the job's completion, which starting again forgets.
   const completed = from === 'completed' ? completingAttempt(job) : undefined;
   if (completed) await logAttempt(job, completed);

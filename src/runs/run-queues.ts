@@ -116,6 +116,11 @@ export interface AttemptRecord {
 /** A run job's data: the delivery, so an attempt reads nothing else. */
 export interface HandlerRunData {
   readonly delivery: Delivery;
+  /**
+   * How often an operator started the run afresh (restart.ts); none is 0. A success is known by
+   * its life (runSuccessKey), so one of an earlier life cannot pass for the new life's.
+   */
+  readonly life?: number;
 }
 
 /** Most attempt records a run's job keeps: rate-limit waits do not spend attempts, so cap them. */
@@ -138,23 +143,35 @@ export function runJobId(deliveryJobId: string, handlerName: string): string {
 }
 
 /**
- * What a run's success is known by, in the completion ledger and as its marker: the handler and
- * the delivery's key, not the run's job id. A delivery that a failover lost before the receiver
- * acknowledged it (its sender was answered 503, or nothing) comes back as a new delivery job,
- * whose runs have new ids; within DEDUPE_TTL_SECONDS it is the same delivery, and a handler that
- * succeeded on it already must not run again. Handler names contain no `:`.
+ * What a run's success is known by, in the completion ledger and as its marker: the handler, the
+ * delivery's key and the run's life, not the run's job id. A delivery that a failover lost before
+ * the receiver acknowledged it (its sender was answered 503, or nothing) comes back as a new
+ * delivery job, whose runs have new ids and life 0; within DEDUPE_TTL_SECONDS it is the same
+ * delivery, and a handler that succeeded on it already must not run again. An operator's run
+ * again or retry starts a new life, which no earlier success matches. Handler names contain no
+ * `:`, nor does a deduplication id.
  */
-export function runSuccessKey(handlerName: string, deliveryKey: string): string {
-  return `${handlerName}:${deduplicationIdFor(deliveryKey)}`;
+export function runSuccessKey(handlerName: string, deliveryKey: string, life = 0): string {
+  const key = `${handlerName}:${deduplicationIdFor(deliveryKey)}`;
+  return life > 0 ? `${key}:${life}` : key;
+}
+
+/** A run job's life: how often it was started afresh (see HandlerRunData). */
+export function lifeOf(job: Job<unknown>): number {
+  const life = (job.data as Partial<HandlerRunData> | undefined)?.life;
+  return typeof life === 'number' && Number.isSafeInteger(life) && life > 0 ? life : 0;
 }
 
 /** The success key of a run job; undefined for a job not shaped as a run (a delivery's, say). */
 export function successKeyOf(job: Job<unknown>): string | undefined {
   const key = (job.data as Partial<HandlerRunData> | undefined)?.delivery?.key;
-  return typeof key === 'string' ? runSuccessKey(job.name, key) : undefined;
+  return typeof key === 'string' ? runSuccessKey(job.name, key, lifeOf(job)) : undefined;
 }
 
-/** The key of the marker that says a run's handler succeeded (see completion-ledger.ts). */
+/**
+ * The key of the marker that says a run's handler succeeded (see completion-ledger.ts). It
+ * names no queue: a run's success is the same whichever queue holds its job.
+ */
 export function succeededMarkerKey(prefix: string, successKey: string): string {
   return `${prefix}:run-succeeded:${successKey}`;
 }
@@ -163,6 +180,11 @@ export interface NewRun {
   readonly handler: string;
   /** The handler's attempts: the run's, and again after an operator's retry. */
   readonly attempts: number;
+  /**
+   * A life no earlier run of this handler on this delivery had (HandlerRunData.life): a run a
+   * backfill adds where an earlier one's job is gone. Routing's runs have none (life 0).
+   */
+  readonly life?: number;
 }
 
 export interface AddRunsOptions {
@@ -188,9 +210,9 @@ export async function addRuns(
   runs: readonly NewRun[],
   { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
 ): Promise<void> {
-  const data = { delivery: routed.delivery };
   await Promise.all(
-    runs.map(({ handler, attempts }) => {
+    runs.map(({ handler, attempts, life }) => {
+      const data: HandlerRunData = { delivery: routed.delivery, ...(life ? { life } : {}) };
       const jobId = runJobId(routed.deliveryJobId, handler);
       const opts: JobsOptions = {
         ...retention,

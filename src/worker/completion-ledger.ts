@@ -1,28 +1,36 @@
 /**
  * Remembers handler runs that succeeded while Redis may not know it, so that they are not run
- * again.
+ * again. It keeps two promises, each proved by a reliability scenario: 0 runs twice through a
+ * Redis restart (scenarios 1, 2), and through a failover with ACK_REPLICAS (11, 15).
  *
- * A run's success is recorded by BullMQ's completion of its job, with one command after the
- * handler returns. When Redis is away at that moment, the command waits for it; if Redis is away
- * longer than the job's lock (a restart restores the lock's absolute expiry), the completion is
- * refused, the job counts as stalled, and it would run a second time. So each success is held in
- * memory until BullMQ confirms the completion; whatever is still held when Redis comes back, or
- * has waited for its confirmation half a lock (a completion refused while the connection stayed
- * up), is written as a marker that lasts as long as the delivery is remembered, and a run that was started before without an
- * outcome checks the marker (and the memory) first. Normal runs pay nothing: no command, no
- * round trip.
+ * - **A restart.** BullMQ records a run's success by completing its job, one command after the
+ *   handler returns. When Redis is away longer than the job's lock, the completion is refused and
+ *   the job runs again. So each success is held in memory until BullMQ confirms the completion;
+ *   one still held when Redis is back, or unconfirmed after half a lock (a completion refused
+ *   while the connection stayed up), is written as a marker, and a run that was started before
+ *   without an outcome asks for the marker (and the memory) first. Normal runs pay nothing.
+ * - **A failover.** Redis replicates asynchronously: a promoted replica may lack a run's
+ *   completion (its job waits there as if new), or the delivery itself (its sender sends it again,
+ *   as a new job). With ACK_REPLICAS=n every success gets a marker once BullMQ confirms it, and is
+ *   held until `WAIT n` says n replicas have it, on a connection of the ledger's own (WAIT blocks
+ *   the connection it is sent on); every run, a new-looking one too, asks first.
  *
- * Redis replicates asynchronously, so a failover can promote a replica that never got a run's
- * completion: there, its job waits as if it had never started; a delivery it lost before the
- * receiver acknowledged it comes back from its sender as a new job, whose run looks new too.
- * With ACK_REPLICAS=n a success is held until n replicas have its marker (once BullMQ confirms
- * the completion), checked with `WAIT` on a connection of the ledger's own, since WAIT blocks
- * the connection it is sent on.
- * Every run this process takes is checked against what it holds, even one whose job looks new.
- * Another worker that takes such a job before this one has written its markers to the new
- * primary does not know it ran.
+ * Each marker is written once: a SET that Redis answered OK, on a connection that has not
+ * reconnected since, is not sent again; only the WAIT is repeated (once a second, each one
+ * bounded by ACK_REPLICAS_TIMEOUT_MS). A reconnection may have reached a new primary, which lacks
+ * what the old one had not replicated: the markers not yet confirmed are written again there.
+ *
+ * What it holds is bounded, by count (`mostHeld`, the oldest let go first) and by age
+ * (`holdAtMostMs` since the handler returned). What it lets go falls back to at-least-once (its
+ * handler may run again after a failover or a long outage), and a warning says how many.
+ *
+ * A run's success is known by its success key (runSuccessKey: the handler, the delivery's key,
+ * and the run's life), not by its job id: a delivery sent again as a new job after a failover is
+ * the same delivery, while an operator's run again or retry starts a new life (restart.ts), which
+ * no success of an earlier life matches, held or marked, so the ledger cannot undo it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Cluster } from 'ioredis';
 import type { Logger } from '../logger.js';
 import { closeConnection, duplicateConnection, type RedisConnection } from '../queue/redis.js';
 import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
@@ -30,9 +38,9 @@ import { succeededMarkerKey } from '../runs/run-queues.js';
 import { detached } from '../tracing/tracer.js';
 
 /**
- * Runs are known by their success key (runSuccessKey: the handler and the delivery's key), so a
- * delivery sent again as a new job after a failover lost it is recognised; a confirmation is
- * matched to its job id too, so that another job of the same key confirms nothing it did not do.
+ * Runs are known by their success key (runSuccessKey), so a delivery sent again as a new job
+ * after a failover lost it is recognised; a confirmation is matched to its job id too, so that
+ * another job of the same key confirms nothing it did not do.
  */
 export interface CompletionLedger {
   /**
@@ -79,13 +87,46 @@ export interface CompletionLedgerOptions {
    * less than a job's lock lasts. Default: 5 000.
    */
   readonly confirmWithinMs?: number;
+  /** Most successes held at once; past it the oldest are let go. Default: MOST_HELD. */
+  readonly mostHeld?: number;
+  /** Longest a success is held after its handler returned. Default: HOLD_AT_MOST_MS. */
+  readonly holdAtMostMs?: number;
 }
 
 /** How long closing waits for the last markers to be written. */
 export const CLOSE_WAIT_MS = 2_000;
 
+/** Most successes held at once: some 3 MB; a minute and a half of runs at 100 a second. */
+export const MOST_HELD = 10_000;
+
+/**
+ * Longest a success is held: longer than the outages and failovers the reliability scenarios
+ * play (a 30 s outage; a promotion, then the worker back on the new primary).
+ */
+export const HOLD_AT_MOST_MS = 5 * 60_000;
+
 /** How soon markers that could not be written (or replicated) are tried again. */
 const RETRY_MS = 1_000;
+
+/** How often, at most, the ledger says that it let successes go. */
+const LET_GO_WARNING_EVERY_MS = 60_000;
+
+/** Most success keys a log line lists. */
+const LISTED_KEYS = 100;
+
+/**
+ * Where a held success is: waiting for BullMQ's confirmation, for its marker to be written, or
+ * (with ACK_REPLICAS) written on the connection's `generation`, waiting for replicas.
+ */
+interface Held {
+  readonly jobId: string;
+  /** When the handler returned (ms since the epoch). */
+  readonly since: number;
+  /** When the delivery is no longer remembered, nor its marker kept (ms since the epoch). */
+  readonly expiresAt: number;
+  stage: 'unconfirmed' | 'unwritten' | 'written';
+  generation: number;
+}
 
 export function createCompletionLedger({
   connection,
@@ -95,6 +136,8 @@ export function createCompletionLedger({
   batchMs = 20,
   acks,
   confirmWithinMs = 5_000,
+  mostHeld = MOST_HELD,
+  holdAtMostMs = HOLD_AT_MOST_MS,
 }: CompletionLedgerOptions): CompletionLedger {
   const replicated = acks !== undefined && acks.replicas > 0;
   const markers = replicated ? duplicateConnection(connection) : connection;
@@ -104,41 +147,92 @@ export function createCompletionLedger({
       logger.debug({ error: error.message }, 'completion ledger connection error'),
     );
   }
-  const writes = createReplicatedWrites({
+  // Only the WAIT goes through it: the markers are written before, on the same connection.
+  const replicas = createReplicatedWrites({
     connection: markers,
     key: succeededMarkerKey(prefix, ''),
     ...(acks ? { acks } : {}),
   });
-  /** Successes whose completion BullMQ has not confirmed: their job, since when, and expiry. */
-  const unconfirmed = new Map<
-    string,
-    { readonly jobId: string; readonly since: number; readonly expiresAt: number }
-  >();
-  /**
-   * Successes whose marker Redis (and with ACK_REPLICAS, its replicas) may not hold yet, with
-   * when the marker expires (ms since the epoch).
-   */
-  const unrecorded = new Map<string, number>();
+  /** Counts the markers connection's reconnections: a WAIT covers only its own socket's writes. */
+  let generation = 0;
+  const reconnected = () => void (generation += 1);
+  markers.on('close', reconnected);
+  // A cluster's node connections come and go on their own.
+  const nodeEvents = ['node error', '-node'] as const;
+  if (markers instanceof Cluster) for (const event of nodeEvents) markers.on(event, reconnected);
+
+  /** In the order the handlers returned: the first is the oldest. */
+  const held = new Map<string, Held>();
   const markerKey = (successKey: string) => succeededMarkerKey(prefix, successKey);
   let closed = false;
   let failing = false;
+  let letGo = 0;
+  let lastLetGoWarning = -Infinity;
 
-  /** Writes the markers held so far in one pipeline; once they are safe, forgets them. */
+  const needsWrite = (success: Held) =>
+    success.stage === 'unwritten' ||
+    (success.stage === 'written' && success.generation !== generation);
+
+  /** Lets go of what was held too long, and says how many it let go before it was safe. */
+  const prune = (now = Date.now()) => {
+    // In the order the handlers returned: the first one young enough ends the search.
+    for (const [key, success] of held) {
+      if (success.since + holdAtMostMs > now) break;
+      held.delete(key);
+      letGo += 1;
+    }
+    if (letGo > 0 && now - lastLetGoWarning >= LET_GO_WARNING_EVERY_MS) {
+      logger.warn(
+        { runs: letGo, mostHeld, holdAtMostMs },
+        'let go of completed handler runs not yet safe in Redis, past the bound of what is held; they may run again after a failover or a long outage',
+      );
+      lastLetGoWarning = now;
+      letGo = 0;
+    }
+  };
+
+  /**
+   * Writes the markers not written yet on this connection, in one pipeline; with ACK_REPLICAS,
+   * waits for replicas once, and forgets the successes they confirmed.
+   */
   const writeMarkers = async () => {
-    // A delivery no longer remembered needs no marker: it would be a new delivery now.
+    prune();
     const now = Date.now();
-    for (const [key, expiresAt] of unrecorded) if (expiresAt <= now) unrecorded.delete(key);
-    const held = [...unrecorded];
-    if (held.length === 0) return;
-    await writes.store(async () => {
+    const toWrite: [string, Held][] = [];
+    for (const [key, success] of held) {
+      // A delivery no longer remembered needs no marker: it would be a new delivery now.
+      if (success.expiresAt <= now) held.delete(key);
+      else if (needsWrite(success)) toWrite.push([key, success]);
+    }
+    const on = generation;
+    if (toWrite.length > 0) {
       const pipeline = markers.pipeline();
-      for (const [key, expiresAt] of held) pipeline.set(markerKey(key), '1', 'PXAT', expiresAt);
+      for (const [key, { expiresAt }] of toWrite) {
+        pipeline.set(markerKey(key), '1', 'PXAT', expiresAt);
+      }
       const failed = (await pipeline.exec())?.find(([error]) => error);
       if (failed) throw failed[0];
-    });
-    for (const [key, expiresAt] of held) {
-      if (unrecorded.get(key) === expiresAt) unrecorded.delete(key);
+      // Answered on a socket that closed since: a WAIT now covers nothing of it.
+      if (generation !== on) return;
+      for (const [key, success] of toWrite) {
+        if (held.get(key) !== success) continue;
+        if (!replicated) {
+          held.delete(key);
+          continue;
+        }
+        success.stage = 'written';
+        success.generation = on;
+      }
     }
+    if (!replicated) return;
+    const waiting = [...held].filter(
+      ([, success]) => success.stage === 'written' && success.generation === on,
+    );
+    if (waiting.length === 0) return;
+    // WAIT covers every earlier write of the connection it is sent on.
+    await replicas.store(() => Promise.resolve());
+    if (generation !== on) return;
+    for (const [key, success] of waiting) if (held.get(key) === success) held.delete(key);
   };
 
   let batch: Promise<void> | undefined;
@@ -147,6 +241,7 @@ export function createCompletionLedger({
   const nextBatch = (delayMs: number) =>
     sleep(delayMs, undefined, { ref: false }).then(async () => {
       batch = undefined;
+      prune();
       // Not connected, yet or again: the `ready` event writes them once it is.
       if (markers.status !== 'ready') return;
       try {
@@ -157,32 +252,32 @@ export function createCompletionLedger({
         // Still held, and still what `has` reads: nothing is run again meanwhile.
         if (!failing) {
           logger.warn(
-            { runs: unrecorded.size, error: (error as Error).message },
+            { runs: held.size, error: (error as Error).message },
             'could not record completed handler runs; holding them and trying again',
           );
         }
         failing = true;
-        if (!closed) void writeBatch(RETRY_MS);
       }
+      const pending = [...held.values()].some((success) => success.stage !== 'unconfirmed');
+      if (pending && !closed) void writeBatch(RETRY_MS);
     });
-
-  const hold = (successKey: string, expiresAt: number) => {
-    unrecorded.set(successKey, expiresAt);
-    void writeBatch();
-  };
 
   const onReady = () => {
     // Completions BullMQ has not confirmed may never be: Redis may have refused them, or a
     // failover lost them. Their markers say what the completions would have said.
-    if (unconfirmed.size > 0) {
+    let unconfirmed = 0;
+    for (const success of held.values()) {
+      if (success.stage !== 'unconfirmed') continue;
+      success.stage = 'unwritten';
+      unconfirmed += 1;
+    }
+    if (unconfirmed > 0) {
       logger.info(
-        { runs: unconfirmed.size },
+        { runs: unconfirmed },
         'recording handler runs that completed while Redis was away',
       );
     }
-    for (const [key, { expiresAt }] of unconfirmed) unrecorded.set(key, expiresAt);
-    unconfirmed.clear();
-    if (unrecorded.size > 0) void writeBatch();
+    if (held.size > 0) void writeBatch();
   };
 
   // A completion can be refused while the connection stays up (the job's lock was lost, or its
@@ -191,30 +286,45 @@ export function createCompletionLedger({
   const sweep = setInterval(() => {
     const before = Date.now() - confirmWithinMs;
     let late = 0;
-    for (const [key, { since, expiresAt }] of unconfirmed) {
-      if (since > before) continue;
-      unconfirmed.delete(key);
-      unrecorded.set(key, expiresAt);
+    for (const success of held.values()) {
+      if (success.stage !== 'unconfirmed' || success.since > before) continue;
+      success.stage = 'unwritten';
       late += 1;
     }
+    prune();
     if (late > 0) void writeBatch();
   }, confirmWithinMs);
   sweep.unref();
   markers.on('ready', onReady);
 
-  const holds = (successKey: string) => unconfirmed.has(successKey) || unrecorded.has(successKey);
+  const holds = (successKey: string) => held.has(successKey);
 
   return {
     succeeded(successKey, jobId, receivedAt) {
-      const expiresAt = receivedAt + ttlSeconds * 1000;
-      unconfirmed.set(successKey, { jobId, since: Date.now(), expiresAt });
+      held.delete(successKey);
+      while (held.size >= mostHeld) {
+        held.delete(held.keys().next().value!);
+        letGo += 1;
+      }
+      held.set(successKey, {
+        jobId,
+        since: Date.now(),
+        expiresAt: receivedAt + ttlSeconds * 1000,
+        stage: 'unconfirmed',
+        generation,
+      });
+      if (letGo > 0) void writeBatch();
     },
     confirmed(successKey, jobId) {
-      const success = unconfirmed.get(successKey);
+      const success = held.get(successKey);
       if (success?.jobId !== jobId) return;
-      unconfirmed.delete(successKey);
-      // BullMQ's completion is on the primary; a marker's WAIT tells when replicas have it.
-      if (replicated) hold(successKey, success.expiresAt);
+      // BullMQ's completion is the record on the primary; a marker's WAIT tells when replicas
+      // have it (the marker is written after the completion, so they have both).
+      if (!replicated) held.delete(successKey);
+      else if (success.stage === 'unconfirmed') {
+        success.stage = 'unwritten';
+        void writeBatch();
+      }
     },
     marksEverySuccess: replicated,
     holds,
@@ -223,26 +333,29 @@ export function createCompletionLedger({
     async close() {
       closed = true;
       markers.off('ready', onReady);
+      clearInterval(sweep);
       // A completion BullMQ has not confirmed by now (Redis away, or a handler abandoned at
       // shutdown) may never be: its marker says so to the worker that takes the job next.
-      clearInterval(sweep);
-      for (const [key, { expiresAt }] of unconfirmed) unrecorded.set(key, expiresAt);
-      unconfirmed.clear();
-      if (unrecorded.size > 0) {
-        const written = await Promise.race([
-          writeMarkers().then(
-            () => true,
-            () => false,
-          ),
-          sleep(CLOSE_WAIT_MS, false, { ref: false }),
-        ]);
-        if (!written) {
-          logger.error(
-            { runs: [...unrecorded.keys()] },
-            'could not record completed handler runs before exit: Redis is away; they may run again',
-          );
-        }
+      for (const success of held.values()) {
+        if (success.stage === 'unconfirmed') success.stage = 'unwritten';
       }
+      prune();
+      if (held.size > 0) {
+        await Promise.race([
+          writeMarkers().catch(() => undefined),
+          sleep(CLOSE_WAIT_MS, undefined, { ref: false }),
+        ]);
+      }
+      if (held.size > 0) {
+        const keys = [...held.keys()];
+        logger.error(
+          { runs: keys.slice(0, LISTED_KEYS), more: Math.max(0, keys.length - LISTED_KEYS) },
+          'could not record completed handler runs before exit: Redis (or its replicas) did not confirm them; they may run again',
+        );
+      }
+      markers.off('close', reconnected);
+      if (markers instanceof Cluster)
+        for (const event of nodeEvents) markers.off(event, reconnected);
       if (replicated) await closeConnection(markers);
     },
   };

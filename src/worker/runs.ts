@@ -29,6 +29,7 @@ import type { Metrics } from '../metrics.js';
 import type { JobRetention } from '../queue/deliveries-queue.js';
 import {
   addRuns,
+  lifeOf,
   logAttempt,
   runSuccessKey,
   type AttemptRecord,
@@ -128,7 +129,7 @@ export function createRuns(options: RunsOptions): Runs {
     // Started before without an outcome: a crash, or a completion Redis never got. A job that
     // looks new may still be one whose completion a failover lost (see completion-ledger.ts).
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
-    const successKey = runSuccessKey(handler.name, delivery.key);
+    const successKey = runSuccessKey(handler.name, delivery.key, lifeOf(job));
     const askRedis = startedBefore || completions.marksEverySuccess;
     if (askRedis ? await completions.has(successKey) : completions.holds(successKey)) {
       logger.info(
