@@ -43,7 +43,16 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
   const metrics = createMetrics();
   const watched = [deliveries.queue, handlerRuns];
   metrics.watchQueues(watched);
-  const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
+  const quarantine = createQuarantine({
+    connection,
+    prefix: config.queuePrefix,
+    writes,
+    bounds: {
+      maxEntries: config.quarantine.maxEntries,
+      maxAgeMs: config.quarantine.maxAgeDays * 86_400_000,
+      maxBytes: config.quarantine.maxBytes,
+    },
+  });
   const stats = createDeliveryStats({ connection, prefix: config.queuePrefix, logger });
   const adminConsole = config.adminToken
     ? openAdminConsole(config, config.adminToken, deliveries, logger)
