@@ -2,9 +2,12 @@
  * Writes the history (delivery-history.ts) from the worker: an entry when a delivery is routed,
  * a line when one of its runs finishes. Writes wait at most FLUSH_EVERY_MS and go out together,
  * one script call per batch, so a delivery costs its worker a small share of one round trip; no
- * run waits for them. The history is for operators: a write that fails is logged and dropped
- * (the delivery and its runs are in their jobs all the same), and a worker that dies loses what
- * it had not yet written, never a delivery.
+ * run waits for them. One batch is in flight at a time, and the lines held, waiting or in that
+ * batch, are bounded (MOST_HELD): while Redis is slow or away, lines past the bound are dropped,
+ * and the writer says so when it starts dropping and how many once it keeps up again. The
+ * history is for operators: a write that fails is logged and dropped (the delivery and its runs
+ * are in their jobs all the same), and a worker that dies loses what it had not yet written,
+ * never a delivery.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
