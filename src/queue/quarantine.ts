@@ -126,7 +126,11 @@ type WithQuarantineScripts = RedisConnection & {
   removeFromQuarantine(index: string, entry: string, bytes: string, id: string): Promise<number>;
 };
 
-/** A body and the sender's id for it; the secret-dependent headers (signature, time) are not in it. */
+/**
+ * An entry's id: a hash of what stays the same when a sender sends a delivery again, its body and
+ * its delivery id (Standard Webhooks' `webhook-id`), and of nothing that changes per attempt or
+ * per secret (the signature, its timestamp).
+ */
 export function quarantineIdOf(body: Buffer, deliveryId: string | undefined): string {
   const hash = createHash('sha256')
     .update(deliveryId ?? '')
@@ -165,6 +169,8 @@ export function createQuarantine({
   }
 
   async function newest(count: number, offset = 0): Promise<[string[], number[]]> {
+    // ZREVRANGE's stop of -1 would mean "to the end".
+    if (count <= 0) return [[], []];
     const flat = await connection.zrevrange(indexKey, offset, offset + count - 1, 'WITHSCORES');
     const ids: string[] = [];
     const scores: number[] = [];
