@@ -146,6 +146,9 @@ const ReceiverEnv = z.object({
   SIGNATURE_TOLERANCE_SECONDS: integer(1).default(300),
   BODY_LIMIT: byteSize.default(1024 * 1024),
   INVALID_PAYLOAD: z.enum(INVALID_PAYLOAD_MODES).default('quarantine'),
+  QUARANTINE_MAX_ENTRIES: integer(1).default(10_000),
+  QUARANTINE_MAX_AGE_DAYS: integer(1, 3650).default(7),
+  QUARANTINE_MAX_BYTES: byteSize.default(100 * 1024 * 1024),
   ADMIN_TOKEN: z.string().trim().min(16, 'expected at least 16 characters').optional(),
   TRACE_URL_TEMPLATE: z
     .string()
@@ -242,6 +245,16 @@ export interface ReceiverConfig extends SharedConfig {
   readonly adminToken: string | undefined;
   /** Makes the console's trace ids links: a URL with `{traceId}` in it (TRACE_URL_TEMPLATE). */
   readonly traceUrlTemplate: string | undefined;
+  readonly quarantine: QuarantineConfig;
+}
+
+/** What the quarantine keeps at most; each new entry drops the oldest beyond these. */
+export interface QuarantineConfig {
+  readonly maxEntries: number;
+  /** Counted from when an entry was last received. */
+  readonly maxAgeDays: number;
+  /** The bodies' bytes together; at least BODY_LIMIT, so the largest body fits. */
+  readonly maxBytes: number;
 }
 
 export interface WebhookConfig {
@@ -333,6 +346,11 @@ export function loadReceiverConfig(
       }
     });
   }
+  if (vars.INVALID_PAYLOAD === 'quarantine' && vars.QUARANTINE_MAX_BYTES < vars.BODY_LIMIT) {
+    throw invalid(
+      `QUARANTINE_MAX_BYTES: ${vars.QUARANTINE_MAX_BYTES} bytes is less than BODY_LIMIT (${vars.BODY_LIMIT}); the largest body would not fit`,
+    );
+  }
   return deepFreeze({
     ...shared(vars, env, DEFAULT_SERVICE_NAMES.receiver),
     port: vars.PORT,
@@ -346,6 +364,11 @@ export function loadReceiverConfig(
       toleranceSeconds: vars.SIGNATURE_TOLERANCE_SECONDS,
       bodyLimitBytes: vars.BODY_LIMIT,
       invalidPayload: vars.INVALID_PAYLOAD,
+    },
+    quarantine: {
+      maxEntries: vars.QUARANTINE_MAX_ENTRIES,
+      maxAgeDays: vars.QUARANTINE_MAX_AGE_DAYS,
+      maxBytes: vars.QUARANTINE_MAX_BYTES,
     },
   });
 }

@@ -40,6 +40,8 @@ export {
 export {
   createQuarantine,
   type Quarantine,
+  type QuarantineAdded,
+  type QuarantineBounds,
   type QuarantineEntry,
   type QuarantineSummary,
   type ReplayResult,

@@ -17,6 +17,8 @@ export interface Metrics {
   readonly handlerRunDuration: Histogram<'handler' | 'outcome'>;
   readonly apiRequests: Counter<'method' | 'status'>;
   readonly rateLimitWaitSeconds: Counter;
+  /** Quarantine entries dropped to keep it within its bounds, by bound: age, count, bytes. */
+  readonly quarantineDropped: Counter<'bound'>;
   /** Workers recreated by the watchdog, by queue. */
   readonly workerRestarts: Counter<'queue'>;
   /**
@@ -101,6 +103,12 @@ export function createMetrics(): Metrics {
     rateLimitWaitSeconds: new Counter({
       name: 'feedback_receiver_api_rate_limit_wait_seconds_total',
       help: 'Time API calls spent waiting for a slot of the shared rate limit.',
+      registers,
+    }),
+    quarantineDropped: new Counter({
+      name: 'feedback_receiver_quarantine_dropped_total',
+      help: 'Quarantine entries dropped, oldest first, to keep it within QUARANTINE_MAX_AGE_DAYS (bound "age"), QUARANTINE_MAX_ENTRIES ("count") and QUARANTINE_MAX_BYTES ("bytes").',
+      labelNames: ['bound'],
       registers,
     }),
     workerRestarts: new Counter({

@@ -42,7 +42,16 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
   const { connection, writes, deliveries, runQueues } = queues;
   const metrics = createMetrics();
   metrics.watchQueues(async () => [deliveries.queue, ...(await runQueues.all())]);
-  const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
+  const quarantine = createQuarantine({
+    connection,
+    prefix: config.queuePrefix,
+    writes,
+    bounds: {
+      maxEntries: config.quarantine.maxEntries,
+      maxAgeMs: config.quarantine.maxAgeDays * 86_400_000,
+      maxBytes: config.quarantine.maxBytes,
+    },
+  });
   const stats = createDeliveryStats({ connection, prefix: config.queuePrefix, logger });
   const adminConsole = config.adminToken
     ? openAdminConsole(config, config.adminToken, deliveries, logger)

@@ -8,7 +8,9 @@ export const quarantineListCommand: Command = {
   help: `Usage: feedback-receiver quarantine list [--limit 50]
 
 Lists quarantined deliveries (authentic, but not JSON or not a feedback record),
-newest first, with the reason.`,
+newest first (by when each was last received), with the reason. A body sent
+again is one entry; the quarantine keeps at most QUARANTINE_MAX_ENTRIES,
+QUARANTINE_MAX_AGE_DAYS and QUARANTINE_MAX_BYTES, dropping the oldest.`,
   options: LIMIT_OPTION,
   async run(values) {
     const limit = parseLimit(values);
@@ -21,8 +23,9 @@ newest first, with the reason.`,
       for (const entry of entries) {
         const first = entry.issues[0];
         const why = first ? `${first.path ? `${first.path}: ` : ''}${first.message}` : entry.reason;
+        const times = entry.received > 1 ? ` (received ${entry.received} times)` : '';
         console.log(
-          `${entry.id}  ${entry.receivedAt}  ${entry.size} bytes  ${entry.reason}: ${why}`,
+          `${entry.id}  ${entry.receivedAt}${times}  ${entry.size} bytes  ${entry.reason}: ${why}`,
         );
       }
       console.log(`\n${entries.length} of ${await quarantine.count()} shown.`);
@@ -61,7 +64,8 @@ export const quarantineReplayCommand: Command = {
   help: `Usage: feedback-receiver quarantine replay <id>
        feedback-receiver quarantine replay --all
 
-Runs each entry's body through the same validation as a new delivery. Those
+Runs each entry's body through the same validation as a new delivery (--all:
+every entry there is when it starts, oldest first). Those
 that pass are queued (or found to be duplicates) and leave the quarantine; those
 still invalid stay, and the command exits 1.`,
   options: { all: { type: 'boolean' } },
@@ -71,10 +75,13 @@ still invalid stay, and the command exits 1.`,
       throw new UsageError('give one id or --all; see feedback-receiver quarantine replay --help');
     }
     await withQueues(async ({ quarantine, deliveries }) => {
+      // --all: the entries there are now, oldest first, each replayed once.
       const ids =
         id !== undefined
           ? [id]
-          : (await quarantine.list({ limit: 10_000 })).map((entry) => entry.id);
+          : (await quarantine.list({ limit: await quarantine.count() }))
+              .map((entry) => entry.id)
+              .reverse();
       const results: ReplayResult[] = [];
       for (const entryId of ids) results.push(await quarantine.replay(entryId, deliveries));
       for (const result of results) console.log(describe(result));

@@ -2,10 +2,14 @@
  * Writes the history (delivery-history.ts) from the worker: an entry when a delivery is routed,
  * a line when one of its runs finishes. Writes wait at most FLUSH_EVERY_MS and go out together,
  * one script call per batch, so a delivery costs its worker a small share of one round trip; no
- * run waits for them. The history is for operators: a write that fails is logged and dropped
- * (the delivery and its runs are in their jobs all the same), and a worker that dies loses what
- * it had not yet written, never a delivery.
+ * run waits for them. One batch is in flight at a time, and the lines held, waiting or in that
+ * batch, are bounded (MOST_HELD): while Redis is slow or away, lines past the bound are dropped,
+ * and the writer says so when it starts dropping and how many once it keeps up again. The
+ * history is for operators: a write that fails is logged and dropped (the delivery and its runs
+ * are in their jobs all the same), and a worker that dies loses what it had not yet written,
+ * never a delivery.
  */
+import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
@@ -27,84 +31,14 @@ const FLUSH_EVERY_MS = 20;
  * millisecond, and BullMQ's commands go between calls.
  */
 const LARGEST_BATCH = 50;
-/** Writes waiting while Redis is slow or away; beyond this many, new ones are dropped and counted. */
-const MOST_WAITING = 20_000;
-
 /**
- * One batch, in order. An entry is written once per delivery key (a routing that runs again, a
- * delivery sent again after a failover: the same entry); an outcome line is appended to the entry
- * of its delivery key. Another worker may finish a run before the entry of its routing is
- * written: its line waits under `pending:`, and the entry takes it when it comes.
+ * Lines held while Redis is slow or away, those waiting and those of the batch being written
+ * together; beyond this many, new ones are dropped and counted.
  */
-const WRITE_HISTORY = `
-local base = ARGV[1]
-local ops = cjson.decode(ARGV[2])
--- A word's numbers from the whole batch go out in one APPEND: entries share most words.
-local postings, terms = {}, {}
-local function post(term, seq, expireAt)
-  local list = postings[term]
-  if not list then
-    list = { expireAt = expireAt }
-    postings[term] = list
-    terms[#terms + 1] = term
-  end
-  list[#list + 1] = struct.pack('>I4', tonumber(seq))
-end
-local function failed(day, seq, expireAt)
-  post(base .. 'w:' .. day .. ':!failed', seq, expireAt)
-end
-for _, op in ipairs(ops) do
-  local ids = base .. 'ids:' .. op.day
-  if op.line then
-    local seq = redis.call('HGET', ids, 'k:' .. op.key)
-    if not seq then
-      local pending = base .. 'pending:' .. op.day .. ':' .. op.key
-      redis.call('APPEND', pending, '\\n' .. op.line)
-      redis.call('PEXPIREAT', pending, op.expireAt)
-    else
-      local entry = base .. 'e:' .. seq
-      local text = redis.call('GET', entry)
-      if text then
-        -- SET, not APPEND: an appended string keeps room to grow, as large again as itself.
-        redis.call('SET', entry, text .. '\\n' .. op.line, 'KEEPTTL')
-        if op.failed then failed(op.day, seq, op.expireAt) end
-      end
-    end
-  elseif redis.call('HEXISTS', ids, 'k:' .. op.key) == 1 then
-    -- Routed again: after a routing that failed for good, the entry says it is routed now.
-    local entry = base .. 'e:' .. redis.call('HGET', ids, 'k:' .. op.key)
-    local text = redis.call('GET', entry)
-    if text and string.find(text, '"h":"routing","s":"f"', 1, true) then
-      redis.call('SET', entry, text .. '\\n' .. op.routed, 'KEEPTTL')
-    end
-  else
-    local seq = redis.call('INCR', KEYS[1])
-    local pending = base .. 'pending:' .. op.day .. ':' .. op.key
-    local early = redis.call('GET', pending) or ''
-    redis.call('SET', base .. 'e:' .. seq, op.entry .. early, 'PXAT', op.expireAt)
-    if early ~= '' then
-      redis.call('DEL', pending)
-      for line in string.gmatch(early, '[^\\n]+') do
-        if cjson.decode(line).s == 'f' then failed(op.day, seq, op.expireAt) end
-      end
-    end
-    redis.call('HSET', ids, 'k:' .. op.key, seq)
-    if op.r then redis.call('HSET', ids, 'r:' .. op.r, seq) end
-    if op.f then redis.call('HSET', ids, 'f:' .. op.f, seq) end
-    redis.call('PEXPIREAT', ids, op.expireAt)
-    redis.call('SET', base .. 'first:' .. op.day, seq, 'NX', 'PXAT', op.expireAt)
-    for _, word in ipairs(op.words) do post(base .. 'w:' .. op.day .. ':' .. word, seq, op.expireAt) end
-  end
-end
-for _, term in ipairs(terms) do
-  local list = postings[term]
-  -- A day's keys all expire at the same time: set it when the key is made.
-  if redis.call('APPEND', term, table.concat(list)) == 4 * #list then
-    redis.call('PEXPIREAT', term, list.expireAt)
-  end
-end
-return #ops
-`;
+export const MOST_HELD = 20_000;
+
+/** One batch, in order (see the script for what it writes): loaded once, with the module. */
+const WRITE_HISTORY = readFileSync(new URL('./write-history.lua', import.meta.url), 'utf8');
 
 /** Each op carries its delivery's receipt time (`t`), by which a batch is ordered. */
 type Op =
@@ -130,6 +64,8 @@ export interface HistoryWriter {
   routed(delivery: Delivery, deliveryJobId: string, handlers: readonly string[]): void;
   /** A run finished: completed, or failed for good. */
   finished(delivery: Delivery, handler: string, outcome: HistoryOutcome): void;
+  /** Lines held in memory: waiting, and in the batch being written. At most `mostHeld`. */
+  readonly held: number;
   /** Writes what is waiting, then stops. */
   close(): Promise<void>;
 }
@@ -143,63 +79,95 @@ export function createHistoryWriter(options: {
   readonly prefix: string;
   readonly ttlSeconds: number;
   readonly logger: Logger;
+  /** Lines held at most, waiting or being written. Default: MOST_HELD. */
+  readonly mostHeld?: number;
 }): HistoryWriter {
-  const { prefix, ttlSeconds, logger } = options;
+  const { prefix, ttlSeconds, logger, mostHeld = MOST_HELD } = options;
   const keys = historyKeys(prefix);
   const connection = options.connection as WithHistoryScript;
   connection.defineCommand('writeHistory', { numberOfKeys: 1, lua: WRITE_HISTORY });
+  /** Lines not yet taken into a round. */
   let waiting: Op[] = [];
+  /** Lines of the round being written that are not written yet, the batch in flight included. */
+  let unwritten = 0;
   let timer: NodeJS.Timeout | undefined;
-  let writing: Promise<void> = Promise.resolve();
+  /** The one loop that writes, while there is anything to write; undefined when idle. */
+  let writing: Promise<void> | undefined;
   let failing = false;
+  let dropped = 0;
 
-  const flush = () => {
-    timer = undefined;
-    // Entries are numbered in the order they are written, and a list shows the highest first:
-    // within a batch, in the order received (deliveries routed at once finish in any order).
-    waiting.sort((a, b) => receivedOf(a) - receivedOf(b));
-    const batches: Op[][] = [];
-    for (let start = 0; start < waiting.length; start += LARGEST_BATCH) {
-      batches.push(waiting.slice(start, start + LARGEST_BATCH));
-    }
-    waiting = [];
-    // One batch after the other, so an entry is always written before its outcomes.
-    writing = writing.then(async () => {
-      for (const batch of batches) {
-        try {
-          await connection.writeHistory(keys.seq, keys.base, JSON.stringify(batch));
-          if (failing) logger.info('history written again');
-          failing = false;
-        } catch (error) {
-          if (!failing) {
-            logger.warn(
-              { error: (error as Error).message, lines: batch.length },
-              'could not write the delivery history; its deliveries and runs are not affected',
-            );
-          }
-          failing = true;
-        }
+  const writeBatch = async (batch: Op[]) => {
+    try {
+      await connection.writeHistory(keys.seq, keys.base, JSON.stringify(batch));
+      if (failing) logger.info('history written again');
+      failing = false;
+      reportDropped();
+    } catch (error) {
+      if (!failing) {
+        logger.warn(
+          { error: (error as Error).message, lines: batch.length },
+          'could not write the delivery history; its deliveries and runs are not affected',
+        );
       }
-    });
+      failing = true;
+    }
   };
 
-  let dropped = 0;
+  /**
+   * One batch in flight at a time: the next is taken only once the last has settled, so a Redis
+   * that does not answer holds one batch and the lines behind it, never a chain of writes.
+   */
+  const writeAll = async () => {
+    try {
+      while (waiting.length > 0) {
+        // Entries are numbered in the order they are written, and a list shows the highest first:
+        // within a round, in the order received (deliveries routed at once finish in any order).
+        // The sort is stable, so an entry still goes before the outcomes of its delivery.
+        const round = waiting.sort((a, b) => receivedOf(a) - receivedOf(b));
+        waiting = [];
+        for (let start = 0; start < round.length; start += LARGEST_BATCH) {
+          unwritten = round.length - start;
+          const batch = round.slice(start, start + LARGEST_BATCH);
+          await writeBatch(batch);
+          unwritten -= batch.length;
+        }
+      }
+    } finally {
+      // In the same step as the last look at `waiting`, so a line added next starts a new loop.
+      writing = undefined;
+    }
+  };
+
+  const flush = (): Promise<void> => {
+    timer = undefined;
+    // With lines waiting, the loop awaits before it ends, so `writing` is cleared after this.
+    if (!writing && waiting.length > 0) writing = writeAll();
+    return writing ?? Promise.resolve();
+  };
+
   const add = (op: Op) => {
-    if (waiting.length >= MOST_WAITING) {
+    if (waiting.length + unwritten >= mostHeld) {
       if (dropped++ === 0) {
         logger.warn(
-          { waiting: waiting.length },
+          { held: waiting.length + unwritten },
           'the delivery history is not keeping up: dropping its lines until it does (deliveries and runs are not affected)',
         );
       }
       return;
     }
-    if (dropped > 0) {
-      logger.info({ dropped }, 'the delivery history keeps up again');
-      dropped = 0;
-    }
     waiting.push(op);
-    timer ??= setTimeout(flush, FLUSH_EVERY_MS);
+    // While a batch is being written, the loop takes what waits when it is done.
+    if (!writing) timer ??= setTimeout(() => void flush(), FLUSH_EVERY_MS);
+  };
+
+  /**
+   * A dropping episode ends once half the room is free again, so a writer that hovers at the cap
+   * says so once, not once a batch.
+   */
+  const reportDropped = () => {
+    if (dropped === 0 || waiting.length + unwritten > mostHeld / 2) return;
+    logger.warn({ dropped }, 'the delivery history keeps up again; lines were dropped meanwhile');
+    dropped = 0;
   };
 
   const when = (delivery: Delivery) => {
@@ -236,10 +204,13 @@ export function createHistoryWriter(options: {
         failed: outcome.state === 'failed',
       });
     },
+    get held() {
+      return waiting.length + unwritten;
+    },
     async close() {
       if (timer) clearTimeout(timer);
-      flush();
-      await writing;
+      await flush();
+      reportDropped();
     },
   };
 }

@@ -11,7 +11,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { DeliveryQueue } from '../queue/deliveries-queue.js';
 import type { DeliveryStats } from '../queue/delivery-stats.js';
-import type { NewQuarantineEntry } from '../queue/quarantine.js';
+import type { NewQuarantineEntry, QuarantineAdded } from '../queue/quarantine.js';
 import { activeSpan, inSpan, tracingOn } from '../tracing/tracer.js';
 import { interpretPayload } from '../webhooks/delivery.js';
 import type { HeaderLookup, SignatureScheme } from '../webhooks/signature-scheme.js';
@@ -29,10 +29,13 @@ export interface WebhookRouteDeps {
   readonly bodyLimitBytes: number;
   readonly invalidPayload: InvalidPayloadMode;
   readonly deliveries: DeliveryQueue;
-  readonly quarantine: { add(entry: NewQuarantineEntry): Promise<string> };
+  readonly quarantine: { add(entry: NewQuarantineEntry): Promise<QuarantineAdded> };
   readonly logger: Logger;
   /** Counts outcomes and times enqueues; see src/metrics.ts. */
-  readonly metrics?: Pick<Metrics, 'deliveries' | 'secretMatches' | 'enqueueDuration'>;
+  readonly metrics?: Pick<
+    Metrics,
+    'deliveries' | 'secretMatches' | 'enqueueDuration' | 'quarantineDropped'
+  >;
   /** The same counts, shared in Redis for the console's overview. */
   readonly stats?: Pick<DeliveryStats, 'count' | 'secretMatched'> | undefined;
   /** The clock, in milliseconds since the epoch; tests pass their own. */
@@ -177,7 +180,7 @@ export function createWebhookRouter(
               issues,
             );
           }
-          const id = await quarantine.add({
+          const { id, received, dropped } = await quarantine.add({
             receivedAt: new Date(receivedAt).toISOString(),
             reason: outcome.reason,
             issues: outcome.issues,
@@ -185,9 +188,23 @@ export function createWebhookRouter(
             deliveryId,
             body,
           });
+          const droppedCount = dropped.age + dropped.count + dropped.bytes;
+          for (const [bound, count] of Object.entries(dropped)) {
+            if (count > 0) metrics?.quarantineDropped.inc({ bound }, count);
+          }
           logger.warn(
-            { ...issues, outcome: 'quarantined', quarantineId: id },
-            'delivery quarantined',
+            {
+              ...issues,
+              outcome: 'quarantined',
+              quarantineId: id,
+              ...(received > 1 ? { received } : {}),
+              ...(droppedCount > 0 ? { quarantineDropped: dropped } : {}),
+            },
+            droppedCount > 0
+              ? `delivery quarantined; ${droppedCount} older entries dropped to keep the quarantine within its bounds`
+              : received > 1
+                ? 'delivery quarantined again (sent before; one entry)'
+                : 'delivery quarantined',
           );
           if (tracing) {
             span.setAttributes({

@@ -9,24 +9,16 @@
  * window later. Each slot is therefore held for the window plus a margin.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { RateLimiter } from '../api/rate-limiter.js';
 import type { RedisConnection } from './redis.js';
 
-// Redis's own clock, so that processes on machines whose clocks differ still agree.
-const ACQUIRE = `
-local now_parts = redis.call('TIME')
-local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window)
-  return 0
-end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return math.max(1, tonumber(oldest[2]) + window - now)
-`;
+/** Takes a slot or says how long to wait: loaded once, with the module. */
+const ACQUIRE = readFileSync(new URL('./acquire-rate-limit-slot.lua', import.meta.url), 'utf8');
+
+type WithAcquireScript = RedisConnection & {
+  acquireRateLimitSlot(key: string, limit: number, heldMs: number, slot: string): Promise<number>;
+};
 
 export interface RedisRateLimiterOptions {
   readonly connection: RedisConnection;
@@ -48,8 +40,11 @@ export function createRedisRateLimiter({
 }: RedisRateLimiterOptions): RateLimiter {
   const key = `${prefix}:api-rate-limit`;
   const heldMs = Math.ceil(windowMs + marginMs);
+  // Sent by its SHA (EVALSHA) once Redis has it, not as a whole script with every request.
+  const scripted = connection as WithAcquireScript;
+  scripted.defineCommand('acquireRateLimitSlot', { numberOfKeys: 1, lua: ACQUIRE });
   return {
     acquire: async () =>
-      Number(await connection.eval(ACQUIRE, 1, key, limit, heldMs, randomUUID())),
+      Number(await scripted.acquireRateLimitSlot(key, limit, heldMs, randomUUID())),
   };
 }

@@ -15,7 +15,11 @@ import {
   type DeliveryQueueProducer,
   type JobRetention,
 } from '../../src/queue/deliveries-queue.js';
-import { createQuarantine, type Quarantine } from '../../src/queue/quarantine.js';
+import {
+  createQuarantine,
+  type Quarantine,
+  type QuarantineBounds,
+} from '../../src/queue/quarantine.js';
 import {
   createProducerConnection,
   redisAnswers,
@@ -40,6 +44,8 @@ export interface TestReceiverOptions {
   now?: () => number;
   /** Replicas to wait for before answering (ACK_REPLICAS). Default: none. */
   acks?: ReplicaAcks;
+  /** What the quarantine keeps at most. Default: QUARANTINE_DEFAULTS. */
+  quarantineBounds?: QuarantineBounds;
   /** Puts something between the route and the real queue, to inject a failure. */
   wrapQueue?: (queue: DeliveryQueue) => DeliveryQueue;
 }
@@ -81,7 +87,12 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
     timeout: 5_000,
   });
   await deliveries.queue.waitUntilReady();
-  const quarantine = createQuarantine({ connection, prefix, writes });
+  const quarantine = createQuarantine({
+    connection,
+    prefix,
+    writes,
+    ...(options.quarantineBounds ? { bounds: options.quarantineBounds } : {}),
+  });
   const metrics = createMetrics();
   metrics.watchQueues(async () => [deliveries.queue]);
   const app = createApp({

@@ -180,14 +180,16 @@ describe('the console pages', () => {
 });
 
 describe('the quarantine', () => {
-  const entry = (body: Buffer) =>
-    env.quarantine.add({
-      receivedAt: new Date().toISOString(),
-      reason: 'unparseable',
-      issues: [{ path: '', message: 'not JSON' }],
-      headers: { 'content-type': 'application/json' },
-      body,
-    });
+  const entry = async (body: Buffer) =>
+    (
+      await env.quarantine.add({
+        receivedAt: new Date().toISOString(),
+        reason: 'unparseable',
+        issues: [{ path: '', message: 'not JSON' }],
+        headers: { 'content-type': 'application/json' },
+        body,
+      })
+    ).id;
   const post = (path: string) =>
     request(app).post(path).set('Authorization', bearer).set('Sec-Fetch-Site', 'same-origin');
 

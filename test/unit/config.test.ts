@@ -37,6 +37,7 @@ describe('loadReceiverConfig', () => {
         bodyLimitBytes: 1024 * 1024,
         invalidPayload: 'quarantine',
       },
+      quarantine: { maxEntries: 10_000, maxAgeDays: 7, maxBytes: 100 * 1024 * 1024 },
       ackReplicas: { replicas: 0, timeoutMs: 1000 },
     });
   });
@@ -145,6 +146,21 @@ describe('loadReceiverConfig', () => {
     expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '1000' }).webhook.bodyLimitBytes).toBe(
       1000,
     );
+  });
+
+  it('refuses a quarantine whose bytes could not hold the largest body', () => {
+    expect(configError({ ...minimal, BODY_LIMIT: '2mb', QUARANTINE_MAX_BYTES: '1mb' })).toMatch(
+      /QUARANTINE_MAX_BYTES: .* less than BODY_LIMIT/,
+    );
+    const rejecting = { ...minimal, BODY_LIMIT: '2mb', QUARANTINE_MAX_BYTES: '1mb' };
+    expect(() => loadReceiverConfig({ ...rejecting, INVALID_PAYLOAD: 'reject' })).not.toThrow();
+    expect(
+      loadReceiverConfig({
+        ...minimal,
+        QUARANTINE_MAX_ENTRIES: '500',
+        QUARANTINE_MAX_AGE_DAYS: '30',
+      }).quarantine,
+    ).toEqual({ maxEntries: 500, maxAgeDays: 30, maxBytes: 100 * 1024 * 1024 });
   });
 
   it('treats an empty variable as unset', () => {

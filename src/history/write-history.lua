@@ -1,0 +1,75 @@
+--[[
+  Writes one batch of the delivery history, in order (history-writer.ts).
+  KEYS[1] the sequence that numbers entries; ARGV[1] the history's key base; ARGV[2] the batch,
+  as JSON. An entry is written once per delivery key (a routing that runs again, a delivery
+  sent again after a failover: the same entry); an outcome line is appended to the entry of its
+  delivery key. Another worker may finish a run before the entry of its routing is written: its
+  line waits under `pending:`, and the entry takes it when it comes.
+]]
+local base = ARGV[1]
+local ops = cjson.decode(ARGV[2])
+-- A word's numbers from the whole batch go out in one APPEND: entries share most words.
+local postings, terms = {}, {}
+local function post(term, seq, expireAt)
+  local list = postings[term]
+  if not list then
+    list = { expireAt = expireAt }
+    postings[term] = list
+    terms[#terms + 1] = term
+  end
+  list[#list + 1] = struct.pack('>I4', tonumber(seq))
+end
+local function failed(day, seq, expireAt)
+  post(base .. 'w:' .. day .. ':!failed', seq, expireAt)
+end
+for _, op in ipairs(ops) do
+  local ids = base .. 'ids:' .. op.day
+  if op.line then
+    local seq = redis.call('HGET', ids, 'k:' .. op.key)
+    if not seq then
+      local pending = base .. 'pending:' .. op.day .. ':' .. op.key
+      redis.call('APPEND', pending, '\n' .. op.line)
+      redis.call('PEXPIREAT', pending, op.expireAt)
+    else
+      local entry = base .. 'e:' .. seq
+      local text = redis.call('GET', entry)
+      if text then
+        -- SET, not APPEND: an appended string keeps room to grow, as large again as itself.
+        redis.call('SET', entry, text .. '\n' .. op.line, 'KEEPTTL')
+        if op.failed then failed(op.day, seq, op.expireAt) end
+      end
+    end
+  elseif redis.call('HEXISTS', ids, 'k:' .. op.key) == 1 then
+    -- Routed again: after a routing that failed for good, the entry says it is routed now.
+    local entry = base .. 'e:' .. redis.call('HGET', ids, 'k:' .. op.key)
+    local text = redis.call('GET', entry)
+    if text and string.find(text, '"h":"routing","s":"f"', 1, true) then
+      redis.call('SET', entry, text .. '\n' .. op.routed, 'KEEPTTL')
+    end
+  else
+    local seq = redis.call('INCR', KEYS[1])
+    local pending = base .. 'pending:' .. op.day .. ':' .. op.key
+    local early = redis.call('GET', pending) or ''
+    redis.call('SET', base .. 'e:' .. seq, op.entry .. early, 'PXAT', op.expireAt)
+    if early ~= '' then
+      redis.call('DEL', pending)
+      for line in string.gmatch(early, '[^\n]+') do
+        if cjson.decode(line).s == 'f' then failed(op.day, seq, op.expireAt) end
+      end
+    end
+    redis.call('HSET', ids, 'k:' .. op.key, seq)
+    if op.r then redis.call('HSET', ids, 'r:' .. op.r, seq) end
+    if op.f then redis.call('HSET', ids, 'f:' .. op.f, seq) end
+    redis.call('PEXPIREAT', ids, op.expireAt)
+    redis.call('SET', base .. 'first:' .. op.day, seq, 'NX', 'PXAT', op.expireAt)
+    for _, word in ipairs(op.words) do post(base .. 'w:' .. op.day .. ':' .. word, seq, op.expireAt) end
+  end
+end
+for _, term in ipairs(terms) do
+  local list = postings[term]
+  -- A day's keys all expire at the same time: set it when the key is made.
+  if redis.call('APPEND', term, table.concat(list)) == 4 * #list then
+    redis.call('PEXPIREAT', term, list.expireAt)
+  end
+end
+return #ops
