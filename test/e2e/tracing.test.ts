@@ -193,13 +193,13 @@ describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
     });
     const runAdded = one(
       trace,
-      (span) => span.kind === SPAN_KIND.producer && span.name.startsWith('add handler-runs'),
+      (span) => span.kind === SPAN_KIND.producer && span.name.startsWith('add runs-auto-triage'),
       'the run added',
     );
     expect(runAdded.parentSpanId).toBe(routing.spanId);
     const runTaken = one(
       trace,
-      (span) => span.kind === SPAN_KIND.consumer && span.name === 'process handler-runs',
+      (span) => span.kind === SPAN_KIND.consumer && span.name === 'process runs-auto-triage',
       'the run taken',
     );
     expect(runTaken.parentSpanId).toBe(runAdded.spanId);
