@@ -12,20 +12,61 @@ import { DELIVERIES_QUEUE, type DeliveryQueueProducer } from './queue/deliveries
 import { readDeliveryStats } from './queue/delivery-stats.js';
 import { createHistorySearch } from './history/history-search.js';
 import { createQuarantine } from './queue/quarantine.js';
-import { closeConnection, createConsoleConnection } from './queue/redis.js';
+import { closeConnection, createConsoleConnection, type RedisConnection } from './queue/redis.js';
 import { createBulkActions } from './runs/bulk-actions.js';
 import { createDeadLetter } from './runs/dead-letter.js';
 import { readRoster } from './runs/handler-roster.js';
 import { createDeliveryLog } from './runs/delivery-log.js';
-import { createHandlerRunsQueue } from './runs/handler-runs-queue.js';
+import { createHandlerRunsQueue, type HandlerRunData } from './runs/handler-runs-queue.js';
 import { createRunAgain } from './runs/restart.js';
 import { createRunReader } from './runs/run-reader.js';
 import type { Delivery } from './webhooks/delivery.js';
 
 export interface OpenedConsole {
   readonly admin: AdminDashboardOptions;
+  /** The queues on the console's connection; the receiver's metrics read their depths here. */
+  readonly queues: readonly Queue[];
   /** Closes its queues, then its connection. */
   close(): Promise<void>;
+}
+
+/** The queues on a console connection of their own, for reads that must not delay a delivery. */
+export interface ConsoleQueues {
+  readonly connection: RedisConnection;
+  readonly deliveries: Queue<Delivery>;
+  readonly handlerRuns: Queue<HandlerRunData>;
+  readonly queues: readonly Queue[];
+  /** Closes the queues, then the connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the console's connection (`feedback-receiver:console`) and its queues. The receiver
+ * opens these alone, without the console, to read queue depths for METRICS_PORT.
+ */
+export function openConsoleQueues(
+  config: Pick<ReceiverConfig, 'redisUrl' | 'queuePrefix'>,
+  logger: Logger,
+): ConsoleQueues {
+  const connection = createConsoleConnection(config.redisUrl, logger);
+  const prefix = config.queuePrefix;
+  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
+  const handlerRuns = createHandlerRunsQueue(connection, prefix);
+  const queues = [deliveries, handlerRuns];
+  // The connection's state is logged once per outage already.
+  for (const queue of queues) {
+    queue.on('error', (error: Error) => logger.debug({ error: error.message }, 'queue error'));
+  }
+  return {
+    connection,
+    deliveries,
+    handlerRuns,
+    queues,
+    close: async () => {
+      await Promise.all(queues.map((queue) => queue.close()));
+      await closeConnection(connection);
+    },
+  };
 }
 
 export function openAdminConsole(
@@ -37,15 +78,9 @@ export function openAdminConsole(
   intake: DeliveryQueueProducer,
   logger: Logger,
 ): OpenedConsole {
-  const connection = createConsoleConnection(config.redisUrl, logger);
+  const opened = openConsoleQueues(config, logger);
+  const { connection, deliveries, handlerRuns, queues } = opened;
   const prefix = config.queuePrefix;
-  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, { connection, prefix });
-  const handlerRuns = createHandlerRunsQueue(connection, prefix);
-  // The connection's state is logged once per outage already.
-  for (const queue of [deliveries, handlerRuns]) {
-    queue.on('error', (error: Error) => logger.debug({ error: error.message }, 'queue error'));
-  }
-  const queues = [deliveries, handlerRuns];
   const quarantine = createQuarantine({ connection, prefix });
   const runs = createRunReader(deliveries, handlerRuns);
   const history = createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds });
@@ -77,10 +112,10 @@ export function openAdminConsole(
         traceUrlTemplate: config.traceUrlTemplate,
       },
     },
+    queues,
     close: async () => {
       await bulk.close();
-      await Promise.all(queues.map((queue) => queue.close()));
-      await closeConnection(connection);
+      await opened.close();
     },
   };
 }

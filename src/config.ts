@@ -147,6 +147,8 @@ const ReceiverEnv = z.object({
   BODY_LIMIT: byteSize.default(1024 * 1024),
   INVALID_PAYLOAD: z.enum(INVALID_PAYLOAD_MODES).default('quarantine'),
   ADMIN_TOKEN: z.string().trim().min(16, 'expected at least 16 characters').optional(),
+  // No default for the receiver: unset, its /metrics is on PORT behind ADMIN_TOKEN.
+  METRICS_PORT: integer(0, 65535).optional(),
   TRACE_URL_TEMPLATE: z
     .string()
     .trim()
@@ -240,6 +242,11 @@ export interface ReceiverConfig extends SharedConfig {
   readonly webhook: WebhookConfig;
   /** Enables the dashboard at /admin/queues, for requests that carry it. */
   readonly adminToken: string | undefined;
+  /**
+   * Where the receiver serves /healthz, /readyz and /metrics apart from the webhook port.
+   * Undefined: /metrics is served on PORT to requests with the admin token, or not at all.
+   */
+  readonly metricsPort: number | undefined;
   /** Makes the console's trace ids links: a URL with `{traceId}` in it (TRACE_URL_TEMPLATE). */
   readonly traceUrlTemplate: string | undefined;
 }
@@ -338,6 +345,7 @@ export function loadReceiverConfig(
     port: vars.PORT,
     host: vars.HOST,
     adminToken: vars.ADMIN_TOKEN,
+    metricsPort: vars.METRICS_PORT,
     traceUrlTemplate: vars.TRACE_URL_TEMPLATE,
     webhook: {
       scheme: vars.SIGNATURE_SCHEME,

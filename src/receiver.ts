@@ -6,10 +6,11 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openAdminConsole } from './admin-console.js';
+import { openAdminConsole, openConsoleQueues } from './admin-console.js';
 import type { ReceiverConfig } from './config.js';
 import { createApp, type AppDeps } from './http/app.js';
 import { answerClientError } from './http/client-error.js';
+import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
@@ -39,15 +40,19 @@ export interface ReceiverDeps extends AppDeps {
  */
 export function createReceiverDeps(config: ReceiverConfig, logger: Logger): ReceiverDeps {
   const queues = openProducerQueues(config, logger, config.ackReplicas);
-  const { connection, writes, deliveries, handlerRuns } = queues;
+  const { connection, writes, deliveries } = queues;
   const metrics = createMetrics();
-  const watched = [deliveries.queue, handlerRuns];
-  metrics.watchQueues(watched);
   const quarantine = createQuarantine({ connection, prefix: config.queuePrefix, writes });
   const stats = createDeliveryStats({ connection, prefix: config.queuePrefix, logger });
   const adminConsole = config.adminToken
     ? openAdminConsole(config, config.adminToken, deliveries, logger)
     : undefined;
+  // Queue depths are read on the console's connection, never on the producer's, which the
+  // senders' deliveries wait on; without a console, on one opened for them when served.
+  const countReads =
+    adminConsole ??
+    (config.metricsPort !== undefined ? openConsoleQueues(config, logger) : undefined);
+  if (countReads) metrics.watchQueues(countReads.queues);
   let draining = false;
   return {
     scheme: createSignatureScheme(config.webhook),
@@ -60,13 +65,15 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     metrics,
     stats,
     admin: adminConsole?.admin,
+    // On METRICS_PORT when set (served by startReceiver), else behind the admin token.
+    metricsToken: config.metricsPort === undefined ? config.adminToken : undefined,
     isReady: async () => !draining && (await redisAnswers(connection)),
     drain: () => {
       draining = true;
     },
     close: async () => {
       await stats.close();
-      await adminConsole?.close();
+      await countReads?.close();
       await queues.close();
     },
   };
@@ -103,6 +110,22 @@ export async function startReceiver(
     { url, scheme: config.webhook.scheme, secretCount: config.webhook.secrets.length },
     'receiver listening',
   );
+  const probes =
+    config.metricsPort === undefined
+      ? undefined
+      : await startProbeServer({
+          port: config.metricsPort,
+          host: config.host,
+          isReady: deps.isReady,
+          metrics: deps.metrics,
+        }).catch(async (error: unknown) => {
+          server.close();
+          await deps.close();
+          throw error;
+        });
+  if (probes) {
+    logger.info({ url: probes.url }, 'receiver probes listening (/healthz, /readyz, /metrics)');
+  }
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -111,6 +134,7 @@ export async function startReceiver(
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await drained;
+      await probes?.close();
       await deps.close();
     })();
     return closing;

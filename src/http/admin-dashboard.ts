@@ -8,7 +8,6 @@
  * refuseCrossSite). Deliveries enter only through the signed route: no job can be added or have
  * its data replaced from here.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
@@ -18,6 +17,7 @@ import { createConsoleRouter } from './console/console-router.js';
 import type { ConsoleSources } from './console/console-sources.js';
 import { CONSOLE_PATH } from './console/pages.js';
 import { CONSOLE_REQUESTS_AT_ONCE, createRequestGate } from './console/request-gate.js';
+import { requireToken } from './admin-token.js';
 import { sendProblem } from './send-problem.js';
 
 export const ADMIN_PATH = '/admin/queues';
@@ -94,32 +94,4 @@ function refuseUnsignedJobs(_req: Request, res: Response): void {
     'JOB_CHANGE_REFUSED',
     'Jobs are not added or edited here: deliveries come only through the signed webhook route, `feedback-receiver send` and quarantine replay.',
   );
-}
-
-function requireToken(token: string) {
-  // Hashes have equal lengths, so timingSafeEqual can compare any two tokens.
-  const expected = digest(token);
-  return (req: Request, res: Response, next: NextFunction) => {
-    const given = presentedToken(req.headers.authorization);
-    if (given !== undefined && timingSafeEqual(digest(given), expected)) return next();
-    res.setHeader('WWW-Authenticate', 'Basic realm="feedback-receiver admin", charset="UTF-8"');
-    sendProblem(res, 'ADMIN_UNAUTHORIZED', 'The console needs the admin token.');
-  };
-}
-
-/** The token from `Bearer <token>`, or the password of `Basic <base64 user:password>`. */
-function presentedToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const [scheme, value = ''] = header.split(' ', 2);
-  if (scheme?.toLowerCase() === 'bearer') return value;
-  if (scheme?.toLowerCase() === 'basic') {
-    const decoded = Buffer.from(value, 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    return colon === -1 ? undefined : decoded.slice(colon + 1);
-  }
-  return undefined;
-}
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
 }

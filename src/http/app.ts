@@ -7,14 +7,21 @@ import helmet from 'helmet';
 import { sendNotFound, sendProblem } from './send-problem.js';
 import type { Metrics } from '../metrics.js';
 import { createAdminRouter, type AdminDashboardOptions } from './admin-dashboard.js';
-import { createProbeRouter } from './probes.js';
+import { requireToken } from './admin-token.js';
+import { createProbeRouter, serveMetrics } from './probes.js';
 import { createWebhookRouter, WEBHOOK_PATH, type WebhookRouteDeps } from './webhook-route.js';
 
 export interface AppDeps extends WebhookRouteDeps {
   /** Whether the receiver can store deliveries now (Redis answers); drives GET /readyz. */
   readonly isReady: () => Promise<boolean>;
-  /** Served at GET /metrics, and fed request latencies. */
+  /** Fed request latencies; served at GET /metrics only with `metricsToken`. */
   readonly metrics?: Metrics;
+  /**
+   * Serves `metrics` at GET /metrics for requests that carry this token (the admin token, as
+   * the console takes it). Without it /metrics is not served here: the queue depths and which
+   * secrets match are not for whoever can reach the webhook port (METRICS_PORT serves them apart).
+   */
+  readonly metricsToken?: string | undefined;
   /** The dashboard at /admin/queues, when an admin token is configured. */
   readonly admin?: AdminDashboardOptions | undefined;
 }
@@ -69,7 +76,10 @@ export function createApp(deps: AppDeps): Express {
   app.use(helmet());
   if (deps.admin) app.use(createAdminRouter(deps.admin));
 
-  app.use(createProbeRouter(deps));
+  app.use(createProbeRouter({ isReady: deps.isReady }));
+  if (metrics && deps.metricsToken !== undefined) {
+    app.get('/metrics', requireToken(deps.metricsToken), serveMetrics(metrics));
+  }
 
   app.use(sendNotFound);
 

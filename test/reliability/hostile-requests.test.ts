@@ -248,9 +248,14 @@ const CASES: Case[] = [
     status: 404,
   },
   {
-    name: 'the dashboard without ADMIN_TOKEN',
+    name: 'the dashboard without the admin token',
     request: () => ({ method: 'GET', path: '/admin/queues' }),
-    status: 404,
+    status: 401,
+  },
+  {
+    name: 'the metrics without the admin token',
+    request: () => ({ method: 'GET', path: '/metrics' }),
+    status: 401,
   },
   {
     name: 'path traversal',
@@ -338,10 +343,14 @@ const CASES: Case[] = [
 let cluster: Cluster;
 afterAll(() => cluster?.close());
 
+/** The receivers' /metrics is served only to the admin token. */
+const METRICS_TOKEN = 'hostile-requests-admin-token';
+
 it(`answers ${CASES.length} kinds of hostile request as documented, ${ROUNDS} times, without harm`, async () => {
   cluster = await startCluster();
   // Each receiver opens its inspector, for the test to collect its garbage before a sample.
-  const inspected = { NODE_OPTIONS: '--inspect=127.0.0.1:0' };
+  // The admin token too, for their /metrics.
+  const inspected = { NODE_OPTIONS: '--inspect=127.0.0.1:0', ADMIN_TOKEN: METRICS_TOKEN };
   const receivers: Record<'hmac' | 'standard-webhooks', Receiver> = {
     hmac: await cluster.serve(inspected),
     'standard-webhooks': await cluster.serve({
@@ -359,7 +368,11 @@ it(`answers ${CASES.length} kinds of hostile request as documented, ${ROUNDS} ti
     Promise.all(
       Object.values(receivers).map(async (r) => {
         await collectGarbage(r);
-        const metrics = await (await fetch(`${r.base}/metrics`)).text();
+        const metrics = await (
+          await fetch(`${r.base}/metrics`, {
+            headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+          })
+        ).text();
         const gauge = (name: string) =>
           Number(new RegExp(`^feedback_receiver_${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
         const bytes = gauge('nodejs_heap_size_used_bytes') + gauge('nodejs_external_memory_bytes');
