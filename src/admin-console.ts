@@ -11,6 +11,7 @@ import type { Logger } from './logger.js';
 import { DELIVERIES_QUEUE, type DeliveryQueueProducer } from './queue/deliveries-queue.js';
 import { readDeliveryStats } from './queue/delivery-stats.js';
 import { createHistorySearch } from './history/history-search.js';
+import { createOutageReporter } from './queue/outage-reporter.js';
 import { createQuarantine } from './queue/quarantine.js';
 import { closeConnection, createConsoleConnection, type RedisConnection } from './queue/redis.js';
 import { createBulkActions } from './runs/bulk-actions.js';
@@ -98,6 +99,7 @@ export function openAdminConsole(
     admin: {
       token,
       queues,
+      outages: createOutageReporter(connection, logger, 'console'),
       deliveryConsole: {
         deliveryLog: createDeliveryLog(deliveries, runs, history, quarantine),
         quarantine,

@@ -17,6 +17,7 @@ import { createConsoleRouter } from './console/console-router.js';
 import type { ConsoleSources } from './console/console-sources.js';
 import { CONSOLE_PATH } from './console/pages.js';
 import { CONSOLE_REQUESTS_AT_ONCE, createRequestGate } from './console/request-gate.js';
+import type { OutageReporter } from '../queue/outage-reporter.js';
 import { requireToken } from './admin-token.js';
 import { sendProblem } from './send-problem.js';
 
@@ -27,12 +28,18 @@ export interface AdminDashboardOptions {
   readonly queues: readonly Queue[];
   /** What the delivery console at /admin reads and acts on. */
   readonly deliveryConsole: ConsoleSources;
+  /**
+   * Turns the console's errors that mean its Redis is away into QueueUnavailableError (503),
+   * logging each outage once. Without it every error of the console's is a 500.
+   */
+  readonly outages?: OutageReporter | undefined;
 }
 
 export function createAdminRouter({
   token,
   queues,
   deliveryConsole,
+  outages,
 }: AdminDashboardOptions): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
@@ -53,6 +60,11 @@ export function createAdminRouter({
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
   router.use(ADMIN_PATH, serverAdapter.getRouter() as Router);
   router.use(CONSOLE_PATH, createConsoleRouter(deliveryConsole));
+  if (outages) {
+    router.use(CONSOLE_PATH, (error: unknown, _req: Request, _res: Response, next: NextFunction) =>
+      next(outages(error)),
+    );
+  }
   return router;
 }
 

@@ -5,7 +5,12 @@
  * hot path, and everything that can be prepared once is prepared when the router is built.
  */
 import express, { type Request, type Response, type Router } from 'express';
-import { isQueueNotReplicatedError, isQueueUnavailableError, type ErrorCode } from '../errors.js';
+import {
+  isQueueNotReplicatedError,
+  isQueueUnavailableError,
+  QUEUE_RETRY_AFTER_SECONDS,
+  type ErrorCode,
+} from '../errors.js';
 import type { InvalidPayloadMode } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -22,7 +27,7 @@ import { sendProblem } from './send-problem.js';
 export const WEBHOOK_PATH = '/webhooks/feedback';
 
 /** Seconds a sender is asked to wait before retrying while Redis is unavailable. */
-export const RETRY_AFTER_SECONDS = 5;
+export const RETRY_AFTER_SECONDS = QUEUE_RETRY_AFTER_SECONDS;
 
 export interface WebhookRouteDeps {
   readonly scheme: SignatureScheme;
