@@ -98,7 +98,8 @@ export function openAdminConsole(
   return {
     admin: {
       token,
-      queues,
+      deliveries,
+      runQueues: [handlerRuns],
       outages: createOutageReporter(connection, logger, 'console'),
       deliveryConsole: {
         deliveryLog: createDeliveryLog(deliveries, runs, history, quarantine),

@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   ADMIN_UNAUTHORIZED: { status: 401, title: 'Admin token required' },
   CROSS_SITE_REQUEST: { status: 403, title: 'Cross-site request refused' },
   JOB_CHANGE_REFUSED: { status: 403, title: 'Adding or editing jobs refused' },
+  DASHBOARD_ACTION_REFUSED: { status: 403, title: 'Dashboard action refused' },
   PAYLOAD_INVALID: { status: 422, title: 'Payload invalid' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   RUN_NOT_COMPLETED: { status: 409, title: 'Run not completed' },

@@ -6,7 +6,8 @@
  * sends basic-auth credentials with any request to the site, including one that a page elsewhere
  * makes it send, so state changes are taken only from the dashboard's own pages (see
  * refuseCrossSite). Deliveries enter only through the signed route: no job can be added or have
- * its data replaced from here.
+ * its data replaced from here. The deliveries queue is read-only, and on runs only the actions
+ * that keep their promises are taken (dashboard-actions.ts).
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -19,13 +20,32 @@ import { CONSOLE_PATH } from './console/pages.js';
 import { CONSOLE_REQUESTS_AT_ONCE, createRequestGate } from './console/request-gate.js';
 import type { OutageReporter } from '../queue/outage-reporter.js';
 import { requireToken } from './admin-token.js';
+import { allowListedActions } from './dashboard-actions.js';
 import { sendProblem } from './send-problem.js';
 
 export const ADMIN_PATH = '/admin/queues';
 
+/**
+ * A runs queue's adapter: failed runs can be retried, completed ones not (the console's "run
+ * again" starts them afresh). bull-board's UI follows these; its server does not check
+ * `allowCompletedRetries`, so allowListedActions does. Not in the adapter's declared options
+ * type, though the base adapter reads it (bull-board's own Bull adapter sets it).
+ */
+const RUN_QUEUE_OPTIONS: { allowRetries: boolean; allowCompletedRetries: boolean } = {
+  allowRetries: true,
+  allowCompletedRetries: false,
+};
+
 export interface AdminDashboardOptions {
   readonly token: string;
-  readonly queues: readonly Queue[];
+  /** The deliveries queue: shown read-only, since each job is a delivery already acknowledged. */
+  readonly deliveries: Queue;
+  /**
+   * Every handler's runs queue, each shown with the actions that keep runs' promises (see
+   * dashboard-actions.ts). A function is asked when bull-board is built and at each single-run
+   * retry.
+   */
+  readonly runQueues: readonly Queue[] | (() => readonly Queue[]);
   /** What the delivery console at /admin reads and acts on. */
   readonly deliveryConsole: ConsoleSources;
   /**
@@ -37,14 +57,19 @@ export interface AdminDashboardOptions {
 
 export function createAdminRouter({
   token,
-  queues,
+  deliveries,
+  runQueues,
   deliveryConsole,
   outages,
 }: AdminDashboardOptions): Router {
+  const listRunQueues = typeof runQueues === 'function' ? runQueues : () => runQueues;
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    queues: [
+      new BullMQAdapter(deliveries, { readOnlyMode: true }),
+      ...listRunQueues().map((queue) => new BullMQAdapter(queue, RUN_QUEUE_OPTIONS)),
+    ],
     serverAdapter,
     options: { uiConfig: { boardTitle: 'feedback-receiver' } },
   });
@@ -58,6 +83,7 @@ export function createAdminRouter({
   );
   router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
+  router.use(ADMIN_PATH, allowListedActions(listRunQueues));
   router.use(ADMIN_PATH, serverAdapter.getRouter() as Router);
   router.use(CONSOLE_PATH, createConsoleRouter(deliveryConsole));
   if (outages) {

@@ -29,7 +29,8 @@ export function createTestAdminApp(
   return express().use(
     createAdminRouter({
       token,
-      queues,
+      deliveries: env.deliveries,
+      runQueues: [handlerRuns],
       deliveryConsole: {
         deliveryLog: createDeliveryLog(env.deliveries, runs, history, env.quarantine),
         quarantine: env.quarantine,
