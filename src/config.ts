@@ -307,6 +307,22 @@ export function loadProbePorts(env: Env = process.env): { port: number; metricsP
   return { port: vars.PORT, metricsPort: vars.METRICS_PORT };
 }
 
+/**
+ * The webhook secret to register a hook with (`hooks register`): the first of WEBHOOK_SECRET or
+ * WEBHOOK_SECRET_FILE, the newest by convention; undefined when neither is set.
+ *
+ * @throws {ConfigError} when both are set, or the file cannot be read or holds no secret.
+ */
+export function loadWebhookSecret(
+  env: Env = process.env,
+  { readFile = readTextFile }: LoadConfigOptions = {},
+): string | undefined {
+  const inline = env.WEBHOOK_SECRET;
+  const file = env.WEBHOOK_SECRET_FILE?.trim();
+  if (inline === undefined && !file) return undefined;
+  return readSecrets(inline, file || undefined, readFile)[0];
+}
+
 /** A configuration problem; its message is meant for the person who started the process. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
