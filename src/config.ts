@@ -150,6 +150,8 @@ const ReceiverEnv = z.object({
   QUARANTINE_MAX_AGE_DAYS: integer(1, 3650).default(7),
   QUARANTINE_MAX_BYTES: byteSize.default(100 * 1024 * 1024),
   ADMIN_TOKEN: z.string().trim().min(16, 'expected at least 16 characters').optional(),
+  // No default for the receiver: unset, its /metrics is on PORT behind ADMIN_TOKEN.
+  METRICS_PORT: integer(0, 65535).optional(),
   TRACE_URL_TEMPLATE: z
     .string()
     .trim()
@@ -243,6 +245,11 @@ export interface ReceiverConfig extends SharedConfig {
   readonly webhook: WebhookConfig;
   /** Enables the dashboard at /admin/queues, for requests that carry it. */
   readonly adminToken: string | undefined;
+  /**
+   * Where the receiver serves /healthz, /readyz and /metrics apart from the webhook port.
+   * Undefined: /metrics is served on PORT to requests with the admin token, or not at all.
+   */
+  readonly metricsPort: number | undefined;
   /** Makes the console's trace ids links: a URL with `{traceId}` in it (TRACE_URL_TEMPLATE). */
   readonly traceUrlTemplate: string | undefined;
   readonly quarantine: QuarantineConfig;
@@ -313,6 +320,22 @@ export function loadProbePorts(env: Env = process.env): { port: number; metricsP
   return { port: vars.PORT, metricsPort: vars.METRICS_PORT };
 }
 
+/**
+ * The webhook secret to register a hook with (`hooks register`): the first of WEBHOOK_SECRET or
+ * WEBHOOK_SECRET_FILE, the newest by convention; undefined when neither is set.
+ *
+ * @throws {ConfigError} when both are set, or the file cannot be read or holds no secret.
+ */
+export function loadWebhookSecret(
+  env: Env = process.env,
+  { readFile = readTextFile }: LoadConfigOptions = {},
+): string | undefined {
+  const inline = env.WEBHOOK_SECRET;
+  const file = env.WEBHOOK_SECRET_FILE?.trim();
+  if (inline === undefined && !file) return undefined;
+  return readSecrets(inline, file || undefined, readFile)[0];
+}
+
 /** A configuration problem; its message is meant for the person who started the process. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -356,6 +379,7 @@ export function loadReceiverConfig(
     port: vars.PORT,
     host: vars.HOST,
     adminToken: vars.ADMIN_TOKEN,
+    metricsPort: vars.METRICS_PORT,
     traceUrlTemplate: vars.TRACE_URL_TEMPLATE,
     webhook: {
       scheme: vars.SIGNATURE_SCHEME,

@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   ADMIN_UNAUTHORIZED: { status: 401, title: 'Admin token required' },
   CROSS_SITE_REQUEST: { status: 403, title: 'Cross-site request refused' },
   JOB_CHANGE_REFUSED: { status: 403, title: 'Adding or editing jobs refused' },
+  DASHBOARD_ACTION_REFUSED: { status: 403, title: 'Dashboard action refused' },
   PAYLOAD_INVALID: { status: 422, title: 'Payload invalid' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   RUN_NOT_COMPLETED: { status: 409, title: 'Run not completed' },
@@ -45,20 +46,74 @@ export function problemType(code: ErrorCode): string {
   return `urn:feedback-receiver:error:${code.toLowerCase().replaceAll('_', '-')}`;
 }
 
+const SERVICE_ERROR = Symbol.for('feedback-receiver.ServiceError');
+
+export interface ServiceErrorOptions {
+  readonly cause?: unknown;
+  /** Sent as `Retry-After`, for a failure that passes (an outage, a busy console). */
+  readonly retryAfterSeconds?: number;
+}
+
+/**
+ * An error that knows how it is answered: its registered code, and that code's HTTP status. The
+ * app's one error handler answers it with its code, status and message (the problem's detail),
+ * so a new kind of failure cannot fall through to a generic 400 or 500. Its message is shown to
+ * the client: it must say nothing a client may not know.
+ */
+export class ServiceError extends Error {
+  override readonly name: string = 'ServiceError';
+  readonly [SERVICE_ERROR] = true;
+  readonly code: ErrorCode;
+  /** ERROR_CODES[code].status: the registry decides, never the thrower. */
+  readonly statusCode: number;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: ErrorCode, message: string, options: ServiceErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.statusCode = ERROR_CODES[code].status;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}
+
+/**
+ * Makes an internal error with its code and status, as fastify's `createError` does.
+ *
+ * @example
+ * throw createError('PAYLOAD_TOO_LARGE', 'The body is larger than 16 KiB.');
+ */
+export function createError(
+  code: ErrorCode,
+  message: string,
+  options?: ServiceErrorOptions,
+): ServiceError {
+  return new ServiceError(code, message, options);
+}
+
+/** True for a ServiceError (and its subclasses), even from another copy of this package. */
+export function isServiceError(error: unknown): error is ServiceError {
+  return error instanceof Error && SERVICE_ERROR in error;
+}
+
+/** Seconds a client is asked to wait before retrying while Redis is unavailable. */
+export const QUEUE_RETRY_AFTER_SECONDS = 5;
+
 const QUEUE_UNAVAILABLE = Symbol.for('feedback-receiver.QueueUnavailableError');
 
 /**
- * Redis could not take a write: no connection, no answer in time, or a Redis that refuses writes
- * (a replica, a full disk, out of memory, still loading). The sender should retry later; any
- * other error while storing is a bug, not an outage.
+ * Redis could not take a write or answer a read: no connection, no answer in time, or a Redis
+ * that refuses writes (a replica, a full disk, out of memory, still loading). The client should
+ * retry later; any other error while storing is a bug, not an outage. Its message names no
+ * command and none of its arguments.
  */
-export class QueueUnavailableError extends Error {
+export class QueueUnavailableError extends ServiceError {
   override readonly name = 'QueueUnavailableError';
   readonly [QUEUE_UNAVAILABLE] = true;
 
   constructor(cause: unknown) {
-    super(`the queue is unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, {
+    super('QUEUE_UNAVAILABLE', 'The queue is unavailable; retry later.', {
       cause,
+      retryAfterSeconds: QUEUE_RETRY_AFTER_SECONDS,
     });
   }
 }
@@ -74,9 +129,13 @@ const QUEUE_NOT_REPLICATED = Symbol.for('feedback-receiver.QueueNotReplicatedErr
  * Redis took the write, but fewer replicas than ACK_REPLICAS confirmed it in time, so a failover
  * could still lose it. The sender should retry; if the write survives, the retry is a duplicate.
  */
-export class QueueNotReplicatedError extends Error {
+export class QueueNotReplicatedError extends ServiceError {
   override readonly name = 'QueueNotReplicatedError';
   readonly [QUEUE_NOT_REPLICATED] = true;
+
+  constructor(message: string) {
+    super('QUEUE_NOT_REPLICATED', message, { retryAfterSeconds: QUEUE_RETRY_AFTER_SECONDS });
+  }
 }
 
 /** True for a QueueNotReplicatedError, even from another copy of this package. */

@@ -42,6 +42,8 @@ export function censorSecrets<T extends object>(value: T, depth = 0): T {
     let censored = field;
     if (REDACTED_KEYS.has(key.toLowerCase())) {
       censored = CENSOR;
+    } else if (field instanceof Error) {
+      censored = serializeError(field);
     } else if (depth < REDACTED_DEPTH && isPlainData(field)) {
       censored = censorSecrets(field, depth + 1);
     }
@@ -53,6 +55,33 @@ export function censorSecrets<T extends object>(value: T, depth = 0): T {
     }
   }
   return (copy ?? value) as T;
+}
+
+/** How many causes deep an error is logged. */
+const CAUSE_DEPTH = 3;
+
+/**
+ * An error as a log line shows it: its name, message, stack, `code` and causes, and nothing else.
+ * Errors carry more than they say: ioredis puts the command and its arguments on its errors (for
+ * BullMQ's add, the whole delivery), which pino's own serializer would copy into the line.
+ */
+export function serializeError(error: unknown, depth = 0): unknown {
+  if (!(error instanceof Error)) return error;
+  const code = (error as { code?: unknown }).code;
+  return {
+    type: error.name,
+    message: error.message,
+    stack: error.stack,
+    ...(typeof code === 'string' || typeof code === 'number' ? { code } : {}),
+    ...(error.cause !== undefined && depth < CAUSE_DEPTH
+      ? {
+          cause:
+            error.cause instanceof Error
+              ? serializeError(error.cause, depth + 1)
+              : String(error.cause),
+        }
+      : {}),
+  };
 }
 
 /** Objects and arrays as data; not errors, buffers or class instances, which have serializers. */
@@ -87,6 +116,7 @@ export function createLogger({
     ...(traceIds ? { mixin: traceIdsForLog } : {}),
     base: { service: 'feedback-receiver' },
     formatters: { log: (object) => censorSecrets(object) },
+    serializers: { err: serializeError },
     // Child loggers' bindings do not pass through `formatters.log`: pino censors these keys of
     // theirs (top-level paths only, which cost nothing for the other keys).
     redact: { paths: [...REDACTED_KEYS].map((key) => `["${key}"]`), censor: CENSOR },

@@ -1,6 +1,8 @@
 /**
  * Prometheus metrics (prom-client), one registry per process, served at /metrics. The receiver
- * and the worker each fill in their part; both export process metrics and queue depths.
+ * and the worker each fill in their part; both export process metrics and queue depths. Queue
+ * depths are read at most once per QUEUE_COUNTS_MAX_AGE_MS, however often and however many
+ * scrapers ask, so scraping cannot load Redis.
  */
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -22,20 +24,51 @@ export interface Metrics {
   /** Workers recreated by the watchdog, by queue. */
   readonly workerRestarts: Counter<'queue'>;
   /**
-   * Reports the depths (waiting, active, delayed, failed) of the queues `queues` gives on every
-   * scrape: the handlers' queues are known only as workers announce them.
+   * Reports the depths (waiting, active, delayed, failed) of these queues on scrapes. A function
+   * is asked at each read, for a list of queues that changes (one per handler, as workers
+   * announce them). The counts are read on the queues' own connection: give queues opened on a
+   * connection that no sender waits on.
    */
-  watchQueues(queues: () => Promise<readonly Queue[]>): void;
+  watchQueues(queues: readonly Queue[] | (() => Promise<readonly Queue[]>)): void;
 }
+
+export interface MetricsOptions {
+  /**
+   * How long queue depths read for one scrape serve the next ones. Default:
+   * QUEUE_COUNTS_MAX_AGE_MS.
+   */
+  readonly queueCountsMaxAgeMs?: number;
+  /** The clock, in milliseconds; tests pass their own. Default: `performance.now`. */
+  readonly now?: () => number;
+}
+
+/** Queue depths a scrape reports may be this old: Prometheus scrapes every 15 s or more. */
+export const QUEUE_COUNTS_MAX_AGE_MS = 5_000;
+
+const COUNTED_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+type QueueCounts = readonly { readonly queue: string; readonly counts: Record<string, number> }[];
 
 const FAST = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 const SLOW = [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-export function createMetrics(): Metrics {
+export function createMetrics({
+  queueCountsMaxAgeMs = QUEUE_COUNTS_MAX_AGE_MS,
+  now = () => performance.now(),
+}: MetricsOptions = {}): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'feedback_receiver_' });
   const registers = [registry];
-  const watched: (() => Promise<readonly Queue[]>)[] = [];
+  const sources: (() => Promise<readonly Queue[]>)[] = [];
+  const readQueueCounts = reusedFor(queueCountsMaxAgeMs, now, async (): Promise<QueueCounts> => {
+    const queues = (await Promise.all(sources.map((source) => source()))).flat();
+    return Promise.all(
+      queues.map(async (queue) => ({
+        queue: queue.name,
+        counts: await queue.getJobCounts(...COUNTED_STATES),
+      })),
+    );
+  });
 
   new Gauge({
     name: 'feedback_receiver_queue_jobs',
@@ -43,13 +76,11 @@ export function createMetrics(): Metrics {
     labelNames: ['queue', 'state'],
     registers,
     async collect() {
+      if (sources.length === 0) return;
+      const read = await readQueueCounts();
       this.reset();
-      const queues = (await Promise.all(watched.map((source) => source()))).flat();
-      for (const queue of queues) {
-        const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed');
-        for (const [state, count] of Object.entries(counts)) {
-          this.set({ queue: queue.name, state }, count);
-        }
+      for (const { queue, counts } of read) {
+        for (const [state, count] of Object.entries(counts)) this.set({ queue, state }, count);
       }
     },
   });
@@ -117,6 +148,40 @@ export function createMetrics(): Metrics {
       labelNames: ['queue'],
       registers,
     }),
-    watchQueues: (queues) => void watched.push(queues),
+    watchQueues: (queues) =>
+      void sources.push(typeof queues === 'function' ? queues : async () => queues),
+  };
+}
+
+/**
+ * `read`, called at most once at a time: callers while a read is in flight share it, and its
+ * result serves callers for `maxAgeMs` after it arrived. A failed read is not kept, so the next
+ * caller tries again.
+ */
+function reusedFor<T>(
+  maxAgeMs: number,
+  now: () => number,
+  read: () => Promise<T>,
+): () => Promise<T> {
+  let last: { readonly value: Promise<T>; arrivedAt: number | undefined } | undefined;
+  return () => {
+    if (last && (last.arrivedAt === undefined || now() - last.arrivedAt < maxAgeMs)) {
+      return last.value;
+    }
+    const value = read();
+    const entry: { readonly value: Promise<T>; arrivedAt: number | undefined } = {
+      value,
+      arrivedAt: undefined,
+    };
+    last = entry;
+    value.then(
+      () => {
+        entry.arrivedAt = now();
+      },
+      () => {
+        if (last === entry) last = undefined;
+      },
+    );
+    return value;
   };
 }

@@ -6,10 +6,11 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { openAdminConsole } from './admin-console.js';
+import { openAdminConsole, openConsoleQueues } from './admin-console.js';
 import type { ReceiverConfig } from './config.js';
 import { createApp, type AppDeps } from './http/app.js';
 import { answerClientError } from './http/client-error.js';
+import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { DeliveryQueueProducer } from './queue/deliveries-queue.js';
@@ -39,9 +40,8 @@ export interface ReceiverDeps extends AppDeps {
  */
 export function createReceiverDeps(config: ReceiverConfig, logger: Logger): ReceiverDeps {
   const queues = openProducerQueues(config, logger, config.ackReplicas);
-  const { connection, writes, deliveries, runQueues } = queues;
+  const { connection, writes, deliveries } = queues;
   const metrics = createMetrics();
-  metrics.watchQueues(async () => [deliveries.queue, ...(await runQueues.all())]);
   const quarantine = createQuarantine({
     connection,
     prefix: config.queuePrefix,
@@ -56,6 +56,12 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
   const adminConsole = config.adminToken
     ? openAdminConsole(config, config.adminToken, deliveries, logger)
     : undefined;
+  // Queue depths are read on the console's connection, never on the producer's, which the
+  // senders' deliveries wait on; without a console, on one opened for them when served.
+  const countReads =
+    adminConsole ??
+    (config.metricsPort !== undefined ? openConsoleQueues(config, logger) : undefined);
+  if (countReads) metrics.watchQueues(countReads.queues);
   let draining = false;
   return {
     scheme: createSignatureScheme(config.webhook),
@@ -68,13 +74,15 @@ export function createReceiverDeps(config: ReceiverConfig, logger: Logger): Rece
     metrics,
     stats,
     admin: adminConsole?.admin,
+    // On METRICS_PORT when set (served by startReceiver), else behind the admin token.
+    metricsToken: config.metricsPort === undefined ? config.adminToken : undefined,
     isReady: async () => !draining && (await redisAnswers(connection)),
     drain: () => {
       draining = true;
     },
     close: async () => {
       await stats.close();
-      await adminConsole?.close();
+      await countReads?.close();
       await queues.close();
     },
   };
@@ -111,6 +119,22 @@ export async function startReceiver(
     { url, scheme: config.webhook.scheme, secretCount: config.webhook.secrets.length },
     'receiver listening',
   );
+  const probes =
+    config.metricsPort === undefined
+      ? undefined
+      : await startProbeServer({
+          port: config.metricsPort,
+          host: config.host,
+          isReady: deps.isReady,
+          metrics: deps.metrics,
+        }).catch(async (error: unknown) => {
+          server.close();
+          await deps.close();
+          throw error;
+        });
+  if (probes) {
+    logger.info({ url: probes.url }, 'receiver probes listening (/healthz, /readyz, /metrics)');
+  }
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -119,6 +143,7 @@ export async function startReceiver(
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await drained;
+      await probes?.close();
       await deps.close();
     })();
     return closing;

@@ -1,15 +1,20 @@
 import { apiFromEnv, TOKEN_FILE_OPTION, TOKEN_HELP } from './api-from-env.js';
-import { requireOption, type Command } from './command.js';
+import { readFileSync } from 'node:fs';
+import { loadWebhookSecret } from '../config.js';
+import { requireOption, UsageError, type Command } from './command.js';
 import { registerHook } from './register-hook.js';
 
 export const hooksRegisterCommand: Command = {
   name: 'hooks register',
   summary: "register the receiver's URL as a project's hook target",
   help: `Usage: feedback-receiver hooks register --project <id> --url <receiver url>
-         [--event feedback.created] [--secret <secret>] [--token-file <path>]
+         [--event feedback.created] [--secret-file <path>] [--token-file <path>]
 
 Calls POST /v1/projects/{id}/hooks. The URL must be https (plain http only to
-localhost), e.g. https://hooks.example.com/webhooks/feedback. Without --secret a
+localhost), e.g. https://hooks.example.com/webhooks/feedback. The hook's secret
+comes from --secret-file <path>, else from WEBHOOK_SECRET or WEBHOOK_SECRET_FILE
+(the first secret, as the receiver reads them), never from an argument, which
+would show in the process list and the shell's history. With none of them a
 strong random secret is generated and printed once: give it to the receiver as
 WEBHOOK_SECRET.
 ${TOKEN_HELP}`,
@@ -17,19 +22,28 @@ ${TOKEN_HELP}`,
     project: { type: 'string' },
     url: { type: 'string' },
     event: { type: 'string', default: 'feedback.created' },
+    // Taken only to be refused with a reason, rather than as an unknown option.
     secret: { type: 'string' },
+    'secret-file': { type: 'string' },
     ...TOKEN_FILE_OPTION,
   },
   async run(values) {
+    if (values.secret !== undefined) {
+      throw new UsageError(
+        '--secret would put the secret in the process list and the shell history; use --secret-file <path>, or WEBHOOK_SECRET in the environment',
+      );
+    }
+    const secret = secretFrom(values['secret-file']);
     const projectId = requireOption(values, 'project', 'hooks register');
     const url = requireOption(values, 'url', 'hooks register');
     const api = apiFromEnv(values['token-file']);
-    const { hook, secret, generated } = await registerHook(api, {
+    const registered = await registerHook(api, {
       projectId,
       url,
       event: String(values.event),
-      secret: typeof values.secret === 'string' ? values.secret : undefined,
+      secret,
     });
+    const { hook, generated } = registered;
     console.log(
       `Registered hook ${hook.id} on project ${projectId}: ${hook.event} -> ${hook.target_url}`,
     );
@@ -37,11 +51,25 @@ ${TOKEN_HELP}`,
       console.log(`
 The hook's secret, shown this once; the service signs every delivery with it:
 
-  ${secret}
+  ${registered.secret}
 
-Give it to the receiver, e.g. WEBHOOK_SECRET='${secret}' feedback-receiver serve
+Give it to the receiver, e.g. WEBHOOK_SECRET='${registered.secret}' feedback-receiver serve
 (or write it to a file and set WEBHOOK_SECRET_FILE). To rotate later, set
 WEBHOOK_SECRET=<new>,<old> until the old one is no longer used.`);
     }
   },
 };
+
+/** The secret from --secret-file, else the receiver's own variables; undefined: generate one. */
+function secretFrom(file: string | boolean | undefined): string | undefined {
+  if (typeof file !== 'string') return loadWebhookSecret();
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new Error(`cannot read the secret file ${file}`);
+  }
+  const secret = text.split(/\r?\n/, 1)[0]?.trim();
+  if (!secret) throw new Error(`the secret file ${file} holds no secret`);
+  return secret;
+}

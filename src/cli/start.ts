@@ -45,6 +45,11 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
       redisUrl = redis.url;
     }
     running.add((await startWorker({ ...workerConfig, redisUrl }, logger)).close);
-    running.add((await startReceiver({ ...receiverConfig, redisUrl }, logger)).close);
+    // METRICS_PORT is the worker's here; the receiver's /metrics stays behind ADMIN_TOKEN.
+    const receiver = await startReceiver(
+      { ...receiverConfig, redisUrl, metricsPort: undefined },
+      logger,
+    );
+    running.add(receiver.close);
   },
 };

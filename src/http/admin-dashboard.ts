@@ -6,9 +6,9 @@
  * sends basic-auth credentials with any request to the site, including one that a page elsewhere
  * makes it send, so state changes are taken only from the dashboard's own pages (see
  * refuseCrossSite). Deliveries enter only through the signed route: no job can be added or have
- * its data replaced from here.
+ * its data replaced from here. The deliveries queue is read-only, and on runs only the actions
+ * that keep their promises are taken (dashboard-actions.ts).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
@@ -18,30 +18,54 @@ import { createConsoleRouter } from './console/console-router.js';
 import type { ConsoleSources } from './console/console-sources.js';
 import { CONSOLE_PATH } from './console/pages.js';
 import { CONSOLE_REQUESTS_AT_ONCE, createRequestGate } from './console/request-gate.js';
+import type { OutageReporter } from '../queue/outage-reporter.js';
+import { requireToken } from './admin-token.js';
+import { allowListedActions } from './dashboard-actions.js';
 import { sendProblem } from './send-problem.js';
 
 export const ADMIN_PATH = '/admin/queues';
 
+/**
+ * A runs queue's adapter: failed runs can be retried, completed ones not (the console's "run
+ * again" starts them afresh). bull-board's UI follows these; its server does not check
+ * `allowCompletedRetries`, so allowListedActions does. Not in the adapter's declared options
+ * type, though the base adapter reads it (bull-board's own Bull adapter sets it).
+ */
+const RUN_QUEUE_OPTIONS: { allowRetries: boolean; allowCompletedRetries: boolean } = {
+  allowRetries: true,
+  allowCompletedRetries: false,
+};
+
 export interface AdminDashboardOptions {
   readonly token: string;
+  /** The deliveries queue: shown read-only, since each job is a delivery already acknowledged. */
+  readonly deliveries: Queue;
   /**
-   * The queues bull-board shows: the deliveries queue, and each handler's runs queue, known only
-   * as workers announce their handlers, so asked for again (at most every QUEUES_FRESH_MS).
+   * Every handler's runs queue, each shown with the actions that keep runs' promises (see
+   * dashboard-actions.ts). Known only as workers announce their handlers, so asked again (at
+   * most every QUEUES_FRESH_MS) and at each single-run retry.
    */
-  queues(): Promise<readonly Queue[]>;
+  runQueues(): Promise<readonly Queue[]>;
   /** What the delivery console at /admin reads and acts on. */
   readonly deliveryConsole: ConsoleSources;
+  /**
+   * Turns the console's errors that mean its Redis is away into QueueUnavailableError (503),
+   * logging each outage once. Without it every error of the console's is a 500.
+   */
+  readonly outages?: OutageReporter | undefined;
 }
 
 export function createAdminRouter({
   token,
-  queues,
+  deliveries,
+  runQueues,
   deliveryConsole,
+  outages,
 }: AdminDashboardOptions): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   const board = createBullBoard({
-    queues: [],
+    queues: [new BullMQAdapter(deliveries, { readOnlyMode: true })],
     serverAdapter,
     options: { uiConfig: { boardTitle: 'feedback-receiver' } },
   });
@@ -51,9 +75,9 @@ export function createAdminRouter({
   const showNewQueues = async (_req: Request, _res: Response, next: NextFunction) => {
     if (Date.now() < freshUntil) return next();
     try {
-      for (const queue of await queues()) {
+      for (const queue of await runQueues()) {
         if (shown.has(queue.name)) continue;
-        board.addQueue(new BullMQAdapter(queue));
+        board.addQueue(new BullMQAdapter(queue, RUN_QUEUE_OPTIONS));
         shown.add(queue.name);
       }
       freshUntil = Date.now() + QUEUES_FRESH_MS;
@@ -72,8 +96,14 @@ export function createAdminRouter({
   );
   router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
+  router.use(ADMIN_PATH, allowListedActions(runQueues));
   router.use(ADMIN_PATH, showNewQueues, serverAdapter.getRouter() as Router);
   router.use(CONSOLE_PATH, createConsoleRouter(deliveryConsole));
+  if (outages) {
+    router.use(CONSOLE_PATH, (error: unknown, _req: Request, _res: Response, next: NextFunction) =>
+      next(outages(error)),
+    );
+  }
   return router;
 }
 
@@ -118,32 +148,4 @@ function refuseUnsignedJobs(_req: Request, res: Response): void {
     'JOB_CHANGE_REFUSED',
     'Jobs are not added or edited here: deliveries come only through the signed webhook route, `feedback-receiver send` and quarantine replay.',
   );
-}
-
-function requireToken(token: string) {
-  // Hashes have equal lengths, so timingSafeEqual can compare any two tokens.
-  const expected = digest(token);
-  return (req: Request, res: Response, next: NextFunction) => {
-    const given = presentedToken(req.headers.authorization);
-    if (given !== undefined && timingSafeEqual(digest(given), expected)) return next();
-    res.setHeader('WWW-Authenticate', 'Basic realm="feedback-receiver admin", charset="UTF-8"');
-    sendProblem(res, 'ADMIN_UNAUTHORIZED', 'The console needs the admin token.');
-  };
-}
-
-/** The token from `Bearer <token>`, or the password of `Basic <base64 user:password>`. */
-function presentedToken(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const [scheme, value = ''] = header.split(' ', 2);
-  if (scheme?.toLowerCase() === 'bearer') return value;
-  if (scheme?.toLowerCase() === 'basic') {
-    const decoded = Buffer.from(value, 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    return colon === -1 ? undefined : decoded.slice(colon + 1);
-  }
-  return undefined;
-}
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
 }

@@ -4,17 +4,25 @@
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
+import { isServiceError, type ErrorCode } from '../errors.js';
 import { sendNotFound, sendProblem } from './send-problem.js';
 import type { Metrics } from '../metrics.js';
 import { createAdminRouter, type AdminDashboardOptions } from './admin-dashboard.js';
-import { createProbeRouter } from './probes.js';
+import { requireToken } from './admin-token.js';
+import { createProbeRouter, serveMetrics } from './probes.js';
 import { createWebhookRouter, WEBHOOK_PATH, type WebhookRouteDeps } from './webhook-route.js';
 
 export interface AppDeps extends WebhookRouteDeps {
   /** Whether the receiver can store deliveries now (Redis answers); drives GET /readyz. */
   readonly isReady: () => Promise<boolean>;
-  /** Served at GET /metrics, and fed request latencies. */
+  /** Fed request latencies; served at GET /metrics only with `metricsToken`. */
   readonly metrics?: Metrics;
+  /**
+   * Serves `metrics` at GET /metrics for requests that carry this token (the admin token, as
+   * the console takes it). Without it /metrics is not served here: the queue depths and which
+   * secrets match are not for whoever can reach the webhook port (METRICS_PORT serves them apart).
+   */
+  readonly metricsToken?: string | undefined;
   /** The dashboard at /admin/queues, when an admin token is configured. */
   readonly admin?: AdminDashboardOptions | undefined;
 }
@@ -69,24 +77,59 @@ export function createApp(deps: AppDeps): Express {
   app.use(helmet());
   if (deps.admin) app.use(createAdminRouter(deps.admin));
 
-  app.use(createProbeRouter(deps));
+  app.use(createProbeRouter({ isReady: deps.isReady }));
+  if (metrics && deps.metricsToken !== undefined) {
+    app.get('/metrics', requireToken(deps.metricsToken), serveMetrics(metrics));
+  }
 
   app.use(sendNotFound);
 
   app.use((error: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(error);
-    const status = statusOf(error);
-    if (status !== undefined && status >= 400 && status < 500) {
-      return sendProblem(res, 'BAD_REQUEST', 'The request could not be read.');
+    const answer = answerFor(error);
+    if (answer.code === 'INTERNAL') {
+      deps.logger.error(
+        { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) },
+        `unhandled error on ${req.method} ${req.path}`,
+      );
     }
-    deps.logger.error(
-      { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) },
-      `unhandled error on ${req.method} ${req.path}`,
-    );
-    sendProblem(res, 'INTERNAL', 'Something went wrong on our side.');
+    if (answer.retryAfterSeconds !== undefined) {
+      res.setHeader('Retry-After', String(answer.retryAfterSeconds));
+    }
+    sendProblem(res, answer.code, answer.detail);
   });
 
   return app;
+}
+
+interface Answer {
+  readonly code: ErrorCode;
+  readonly detail: string;
+  readonly retryAfterSeconds?: number | undefined;
+}
+
+/**
+ * How the app answers an error that reached it: a ServiceError by its own code and message;
+ * an error of Express's body parsers (http-errors, with `status` and `expose`) by its status;
+ * anything else is a bug, 500. A status without a code of its own here answers 400 or 500,
+ * never with the error's message, which may name internals.
+ */
+function answerFor(error: unknown): Answer {
+  if (isServiceError(error)) {
+    return { code: error.code, detail: error.message, retryAfterSeconds: error.retryAfterSeconds };
+  }
+  const status = statusOf(error);
+  if (status === 413) return { code: 'PAYLOAD_TOO_LARGE', detail: 'The body is too large.' };
+  if (status === 415) {
+    return {
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      detail: 'The body’s content encoding or charset is not supported.',
+    };
+  }
+  if (status !== undefined && status >= 400 && status < 500) {
+    return { code: 'BAD_REQUEST', detail: 'The request could not be read.' };
+  }
+  return { code: 'INTERNAL', detail: 'Something went wrong on our side.' };
 }
 
 function statusOf(error: unknown): number | undefined {

@@ -1,4 +1,7 @@
-/** The worker's own small HTTP server: /healthz, /readyz and /metrics on METRICS_PORT. */
+/**
+ * A small HTTP server of its own for /healthz, /readyz and /metrics on METRICS_PORT: the
+ * worker's, and the receiver's when METRICS_PORT is set for it.
+ */
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,8 +1,9 @@
 /**
  * GET /healthz (the process serves), GET /readyz (it can do its work: Redis answers and it is not
- * shutting down) and GET /metrics (Prometheus), for the receiver and the worker alike.
+ * shutting down) and GET /metrics (Prometheus), for the receiver and the worker alike. On the
+ * receiver's webhook port /metrics is served only behind the admin token (see app.ts).
  */
-import express, { type Router } from 'express';
+import express, { type Request, type Response, type Router } from 'express';
 import type { Metrics } from '../metrics.js';
 import { sendProblem } from './send-problem.js';
 
@@ -25,10 +26,13 @@ export function createProbeRouter({ isReady, metrics }: ProbeDeps): Router {
     }
     sendProblem(res, 'QUEUE_UNAVAILABLE', 'Not ready: Redis does not answer, or shutting down.');
   });
-  if (metrics) {
-    router.get('/metrics', async (_req, res) => {
-      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
-    });
-  }
+  if (metrics) router.get('/metrics', serveMetrics(metrics));
   return router;
+}
+
+/** GET /metrics: the registry in Prometheus's text format. */
+export function serveMetrics(metrics: Metrics) {
+  return async (_req: Request, res: Response) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  };
 }

@@ -5,7 +5,12 @@
  * hot path, and everything that can be prepared once is prepared when the router is built.
  */
 import express, { type Request, type Response, type Router } from 'express';
-import { isQueueNotReplicatedError, isQueueUnavailableError, type ErrorCode } from '../errors.js';
+import {
+  isQueueNotReplicatedError,
+  isQueueUnavailableError,
+  QUEUE_RETRY_AFTER_SECONDS,
+  type ErrorCode,
+} from '../errors.js';
 import type { InvalidPayloadMode } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -22,7 +27,7 @@ import { sendProblem } from './send-problem.js';
 export const WEBHOOK_PATH = '/webhooks/feedback';
 
 /** Seconds a sender is asked to wait before retrying while Redis is unavailable. */
-export const RETRY_AFTER_SECONDS = 5;
+export const RETRY_AFTER_SECONDS = QUEUE_RETRY_AFTER_SECONDS;
 
 export interface WebhookRouteDeps {
   readonly scheme: SignatureScheme;
@@ -48,6 +53,17 @@ export interface WebhookRouterOptions {
 }
 
 const KEPT_HEADERS = ['content-type', 'user-agent'];
+
+/** A request whose signature verified, with what the checks read. */
+interface Verified {
+  readonly ok: true;
+  readonly body: Buffer;
+  readonly header: HeaderLookup;
+  readonly secretIndex: number;
+}
+
+/** The outcome of the checks: verified, or the refusal to answer with. */
+type Checked = Verified | { readonly ok: false; readonly answer: (res: Response) => void };
 
 /**
  * An Express router with the webhook route, to mount into an existing app. It reads the raw body
@@ -85,14 +101,20 @@ export function createWebhookRouter(
     sendProblem(res, code, detail);
   };
 
-  const receive = async (req: Request, res: Response) => {
-    const receivedAt = now();
-    // Every path below writes the request's one log line itself, with what it learned.
-    markLogged(res);
+  /** A refusal, answered inside the request's span (when tracing is on). */
+  const refusal = (code: ErrorCode, reason: string, detail: string, extra = {}): Checked => ({
+    ok: false,
+    answer: (res) => refuse(res, code, reason, detail, extra),
+  });
 
+  /**
+   * The checks before anything is trusted: content type, encoding, size, signature. Answers
+   * nothing itself, so the answer can be given inside a span that continues the sender's trace
+   * only once its signature verified.
+   */
+  const authenticate = async (req: Request, receivedAt: number): Promise<Checked> => {
     if (!isJsonContentType(req.headers['content-type'])) {
-      return refuse(
-        res,
+      return refusal(
         'UNSUPPORTED_MEDIA_TYPE',
         'content_type',
         'Send the delivery as application/json.',
@@ -100,8 +122,7 @@ export function createWebhookRouter(
     }
     const encoding = req.headers['content-encoding'];
     if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-      return refuse(
-        res,
+      return refusal(
         'UNSUPPORTED_MEDIA_TYPE',
         'content_encoding',
         'Send the body without content encoding.',
@@ -109,8 +130,15 @@ export function createWebhookRouter(
     }
     if (req.body !== undefined) {
       // Another body parser ran first; the raw bytes the signature covers are gone.
-      logger.error('webhook router mounted after a body parser; mount it before express.json()');
-      return sendProblem(res, 'INTERNAL', 'The receiver is misconfigured.');
+      return {
+        ok: false,
+        answer: (res) => {
+          logger.error(
+            'webhook router mounted after a body parser; mount it before express.json()',
+          );
+          sendProblem(res, 'INTERNAL', 'The receiver is misconfigured.');
+        },
+      };
     }
 
     let body: Buffer;
@@ -118,13 +146,12 @@ export function createWebhookRouter(
       body = await readRawBody(req, deps.bodyLimitBytes);
     } catch (error) {
       return error instanceof BodyTooLargeError
-        ? refuse(
-            res,
+        ? refusal(
             'PAYLOAD_TOO_LARGE',
             'too_large',
             `The body is larger than ${deps.bodyLimitBytes} bytes.`,
           )
-        : refuse(res, 'BAD_REQUEST', 'incomplete', 'The body was not received whole.');
+        : refusal('BAD_REQUEST', 'incomplete', 'The body was not received whole.');
     }
 
     const header: HeaderLookup = (name) => {
@@ -135,19 +162,26 @@ export function createWebhookRouter(
     const missing = scheme.missingHeaders(header);
     if (missing.length > 0) {
       const detail = `Missing header${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}.`;
-      return refuse(res, 'SIGNATURE_MISSING', 'signature_missing', detail, { missing });
+      return refusal('SIGNATURE_MISSING', 'signature_missing', detail, { missing });
     }
     const check = scheme.verify(body, header, receivedAt);
     if (!check.ok) {
       // One answer for every failure, so it cannot be used as an oracle.
-      return refuse(
-        res,
+      return refusal(
         'SIGNATURE_INVALID',
         `signature_${check.reason}`,
         'The signature does not match the body.',
       );
     }
+    return { ok: true, body, header, secretIndex: check.secretIndex };
+  };
 
+  const store = async (
+    res: Response,
+    { body, header, secretIndex }: Verified,
+    receivedAt: number,
+  ) => {
+    const check = { secretIndex };
     metrics?.secretMatches.inc({ index: String(check.secretIndex) });
     stats?.secretMatched(check.secretIndex);
     const span = activeSpan();
@@ -258,41 +292,45 @@ export function createWebhookRouter(
     }
   };
 
-  router.post(path, tracing ? traced(path, receive) : receive);
+  const receive = async (req: Request, res: Response) => {
+    const receivedAt = now();
+    // Every path writes the request's one log line itself, with what it learned.
+    markLogged(res);
+    if (!tracing) {
+      const checked = await authenticate(req, receivedAt);
+      return checked.ok ? store(res, checked, receivedAt) : checked.answer(res);
+    }
+    const startTime = Date.now();
+    const checked = await authenticate(req, receivedAt);
+    // Only a request whose signature verified continues the sender's trace: an unauthenticated
+    // caller must not choose trace ids (a ratio sampler keeps whichever ids it is given).
+    return inSpan(
+      `POST ${path}`,
+      {
+        kind: 'server',
+        startTime,
+        ...(checked.ok ? { continueFrom: req.headers } : {}),
+        attributes: {
+          'http.request.method': 'POST',
+          'http.route': path,
+          'url.path': req.originalUrl.split('?', 1)[0],
+        },
+      },
+      async (span) => {
+        if (checked.ok) await store(res, checked, receivedAt);
+        else checked.answer(res);
+        span.setAttributes({ 'http.response.status_code': res.statusCode });
+        if (res.statusCode >= 500) span.fail(`answered ${res.statusCode}`);
+      },
+    );
+  };
+
+  router.post(path, receive);
   router.all(path, (_req, res) => {
     res.setHeader('Allow', 'POST');
     sendProblem(res, 'METHOD_NOT_ALLOWED', `Deliveries are POSTed to ${path}.`);
   });
   return router;
-}
-
-/**
- * The request in a server span (OpenTelemetry's HTTP conventions), continuing the sender's trace
- * when it sends a `traceparent`; the delivery's outcome and key are put on it as they are known.
- * Only when tracing is on: otherwise the route is `receive` itself.
- */
-function traced(
-  route: string,
-  receive: (req: Request, res: Response) => Promise<void>,
-): (req: Request, res: Response) => Promise<void> {
-  return (req, res) =>
-    inSpan(
-      `POST ${route}`,
-      {
-        kind: 'server',
-        continueFrom: req.headers,
-        attributes: {
-          'http.request.method': 'POST',
-          'http.route': route,
-          'url.path': req.originalUrl.split('?', 1)[0],
-        },
-      },
-      async (span) => {
-        await receive(req, res);
-        span.setAttributes({ 'http.response.status_code': res.statusCode });
-        if (res.statusCode >= 500) span.fail(`answered ${res.statusCode}`);
-      },
-    );
 }
 
 /**

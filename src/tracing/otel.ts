@@ -80,6 +80,7 @@ export function createOtelTracer(config: TracingConfig): Tracer {
       const spanOptions = {
         kind: KINDS[options.kind ?? 'internal'],
         ...(options.attributes ? { attributes: defined(options.attributes) } : {}),
+        ...(options.startTime === undefined ? {} : { startTime: options.startTime }),
       };
       return tracer.startActiveSpan(name, spanOptions, parent, async (span) => {
         try {

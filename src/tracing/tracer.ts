@@ -24,8 +24,16 @@ export interface TraceSpan {
 export interface SpanOptions {
   readonly kind?: SpanKind;
   readonly attributes?: SpanAttributes;
-  /** Headers to continue a trace from (W3C `traceparent`): a server span's request headers. */
+  /**
+   * Headers to continue a trace from (W3C `traceparent`): a server span's request headers, and
+   * only once the request is authenticated, so that no stranger chooses the trace's ids.
+   */
   readonly continueFrom?: Readonly<Record<string, string | string[] | undefined>>;
+  /**
+   * When the span began, in milliseconds since the epoch, if before it is started: a server
+   * span started once its request's signature was checked still covers the whole request.
+   */
+  readonly startTime?: number;
 }
 
 /** What otel.ts implements. */

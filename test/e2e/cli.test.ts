@@ -3,7 +3,7 @@
  * the one-off commands against them.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,17 +51,9 @@ beforeAll(async () => {
   const serve = await startServe({ WEBHOOK_SECRET: secret, ...redisEnv() });
   receiverUrl = serve.url;
   const registered = await cli(
-    [
-      'hooks',
-      'register',
-      '--project',
-      'prj_shop',
-      '--url',
-      `${receiverUrl}/webhooks/feedback`,
-      // One argument: a base64url secret may start with '-', which parseArgs takes for an option.
-      `--secret=${secret}`,
-    ],
-    apiEnv(),
+    ['hooks', 'register', '--project', 'prj_shop', '--url', `${receiverUrl}/webhooks/feedback`],
+    // The secret as serve reads it, never as an argument.
+    { ...apiEnv(), WEBHOOK_SECRET: secret },
   );
   expect(registered.code).toBe(0);
   background.push(serve.cli);
@@ -140,6 +132,8 @@ describe('feedback-receiver, end to end against the sandbox', () => {
   });
 
   it("refuses a delivery signed with a wrong secret, and the sandbox's retry is seen", async () => {
+    const wrongSecretFile = join(await mkdtemp(join(tmpdir(), 'hook-secret-')), 'secret');
+    await writeFile(wrongSecretFile, 'not-the-receivers-secret\n', { mode: 0o600 });
     const wrong = await cli(
       [
         'hooks',
@@ -148,8 +142,8 @@ describe('feedback-receiver, end to end against the sandbox', () => {
         'prj_app',
         '--url',
         `${receiverUrl}/webhooks/feedback`,
-        '--secret',
-        'not-the-receivers-secret',
+        '--secret-file',
+        wrongSecretFile,
       ],
       apiEnv(),
     );
@@ -320,6 +314,10 @@ describe('feedback-receiver usage', () => {
     [['send', '--bogus'], /Unknown option '--bogus'/],
     [['quarantine', 'show'], /quarantine show takes 1 argument\(s\), got 0/],
     [['hooks', 'register', '--project', 'p'], /hooks register needs --url/],
+    [
+      ['hooks', 'register', '--project', 'p', '--url', 'https://x.example', '--secret', 's'],
+      /--secret would put the secret in the process list .* use --secret-file <path>, or WEBHOOK_SECRET/,
+    ],
     [['deliveries', 'retry'], /give one run id or --all/],
     [['deliveries', 'run-again'], /deliveries run-again needs --handler/],
     [['deliveries', 'run-again', '--handler', 'x', '--since', '1y'], /since: expected a number/],

@@ -271,6 +271,41 @@ describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
     ).toBeGreaterThan(1_000);
   });
 
+  it('continues a sender’s trace only once its signature verified', async () => {
+    const otlp = await collector();
+    const receiver = await serve({ ...sharedEnv(), ...tracingEnv(otlp.url, 'http/json') });
+
+    const forged = traceparent();
+    const refused = await postDelivery(receiver, { id: 'fb_forged' }, 'not-the-secret', {
+      traceparent: forged.header,
+    });
+    expect(refused.status).toBe(401);
+    const signed = traceparent();
+    const accepted = await post(receiver, { id: 'fb_signed' }, { traceparent: signed.header });
+    expect(accepted.status).toBe(202);
+
+    const answered = (spans: readonly ReceivedSpan[], status: number) =>
+      spans.filter(
+        (span) =>
+          span.kind === SPAN_KIND.server && span.attributes['http.response.status_code'] === status,
+      );
+    const all = await otlp.waitFor(
+      (spans) => answered(spans, 401).length === 1 && answered(spans, 202).length === 1,
+    );
+    const [unauthenticated] = answered(all, 401);
+    // A trace of its own: the caller's ids are not taken before the signature is checked.
+    expect(unauthenticated!.traceId).not.toBe(forged.traceId);
+    expect(unauthenticated!.parentSpanId).toBe('');
+    expect(unauthenticated!.attributes).toMatchObject({
+      'feedback.delivery.outcome': 'rejected',
+      'feedback.delivery.reason': 'signature_mismatch',
+    });
+    expect(answered(all, 202)[0]).toMatchObject({
+      traceId: signed.traceId,
+      parentSpanId: signed.spanId,
+    });
+  });
+
   it('shows each attempt of a run that fails twice, in the same trace (JSON)', async () => {
     const otlp = await collector();
     const shared = sharedEnv();

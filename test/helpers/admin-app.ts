@@ -28,7 +28,8 @@ export function createTestAdminApp(
   return express().use(
     createAdminRouter({
       token,
-      queues,
+      deliveries: env.deliveries,
+      runQueues: runQueues.all,
       deliveryConsole: {
         deliveryLog: createDeliveryLog(env.deliveries, runs, history, env.quarantine),
         quarantine: env.quarantine,

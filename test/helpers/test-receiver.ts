@@ -32,6 +32,8 @@ import {
 } from '../../src/webhooks/signature-scheme.js';
 
 export const TEST_SECRET = 'test-secret-0f9c2d7e';
+/** The admin token the test receiver serves /metrics to. */
+export const TEST_METRICS_TOKEN = 'test-metrics-token-5b1e9a';
 
 export interface TestReceiverOptions {
   redisUrl?: string;
@@ -97,6 +99,7 @@ export async function createTestReceiver(options: TestReceiverOptions = {}): Pro
   metrics.watchQueues(async () => [deliveries.queue]);
   const app = createApp({
     metrics,
+    metricsToken: TEST_METRICS_TOKEN,
     scheme: createSignatureScheme({
       scheme: options.scheme ?? 'hmac-sha256',
       secrets: options.secrets ?? [TEST_SECRET],

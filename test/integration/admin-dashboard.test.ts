@@ -3,6 +3,7 @@
  * site whatever credentials it carries, and no job added or edited by hand.
  */
 import { randomUUID } from 'node:crypto';
+import { Worker, type Queue } from 'bullmq';
 import type { Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
@@ -10,28 +11,41 @@ import { loadReceiverConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { createReceiverDeps, type ReceiverDeps } from '../../src/receiver.js';
+import { Redis } from 'ioredis';
+import { announceHandlers } from '../../src/runs/handler-roster.js';
+import { createRunQueue, runQueueName, type HandlerRunData } from '../../src/runs/run-queues.js';
 import { postSigned } from '../helpers/signed-request.js';
 
 const ADMIN_TOKEN = 'admin-token-3e8a41';
 const basic = `Basic ${Buffer.from(`operator:${ADMIN_TOKEN}`).toString('base64')}`;
 const api = '/admin/queues/api/queues';
 
+const prefix = `test-admin-${randomUUID().slice(0, 8)}`;
 let deps: ReceiverDeps;
 let app: Express;
+let runs: Queue<HandlerRunData>;
 
-beforeAll(() => {
+/** The runs queue of a handler a worker has announced, as the dashboard lists them. */
+const HANDLER_RUNS_QUEUE = runQueueName('notify');
+
+beforeAll(async () => {
+  const roster = new Redis(inject('redisUrl'));
+  await announceHandlers(roster, prefix, [{ name: 'notify', attempts: 1 }]);
+  roster.disconnect();
   deps = createReceiverDeps(
     loadReceiverConfig({
       WEBHOOK_SECRET: 'admin-secret',
       ADMIN_TOKEN,
       REDIS_URL: inject('redisUrl'),
-      QUEUE_PREFIX: `test-admin-${randomUUID().slice(0, 8)}`,
+      QUEUE_PREFIX: prefix,
     }),
     createLogger({ level: 'silent' }),
   );
   app = createApp(deps);
+  runs = createRunQueue({ url: inject('redisUrl') }, prefix, 'notify');
 });
 afterAll(async () => {
+  await runs.close();
   await deps.close();
 });
 
@@ -39,7 +53,7 @@ describe('the dashboard under /admin', () => {
   it.each([
     ['POST', `${api}/deliveries/add`, 'text/plain'],
     ['POST', `${api}/deliveries/add`, 'application/x-www-form-urlencoded'],
-    ['PUT', `${api}/handler-runs/retry/failed`, 'text/plain'],
+    ['PUT', `${api}/${HANDLER_RUNS_QUEUE}/retry/failed`, 'text/plain'],
     ['PUT', `${api}/pause`, 'text/plain'],
     ['PATCH', `${api}/deliveries/some-job/update-data`, 'text/plain'],
     ['DELETE', `${api}/deliveries/empty`, 'text/plain'],
@@ -74,7 +88,7 @@ describe('the dashboard under /admin', () => {
   });
 
   it('refuses to add a job or replace its data, even from its own pages', async () => {
-    for (const queue of ['deliveries', 'handler-runs']) {
+    for (const queue of ['deliveries', HANDLER_RUNS_QUEUE]) {
       const response = await request(app)
         .post(`${api}/${queue}/add`)
         .set('Authorization', basic)
@@ -98,12 +112,14 @@ describe('the dashboard under /admin', () => {
       .set('Authorization', basic)
       .set('Sec-Fetch-Site', 'same-origin')
       .expect(200);
-    expect(await deps.deliveries.queue.isPaused()).toBe(true);
+    expect(await runs.isPaused()).toBe(true);
+    // Read-only: pausing all leaves the deliveries queue as it is.
+    expect(await deps.deliveries.queue.isPaused()).toBe(false);
     await request(app)
       .put(`${api}/resume`)
       .set('Authorization', `Bearer ${ADMIN_TOKEN}`)
       .expect(200);
-    expect(await deps.deliveries.queue.isPaused()).toBe(false);
+    expect(await runs.isPaused()).toBe(false);
   });
 
   it('answers 401 without the token, before anything else', async () => {
@@ -145,5 +161,82 @@ describe("the console's overview, fed by the receiver's own route", () => {
     });
     const page = await request(app).get(`/admin/deliveries/${key}`).set('Authorization', basic);
     expect(page.text).toContain('received, signed (hmac-sha256) with secret #1');
+  });
+});
+
+describe('the dashboard cannot break a promise', () => {
+  const own = (method: 'put' | 'patch', path: string) =>
+    request(app)[method](path).set('Authorization', basic).set('Sec-Fetch-Site', 'same-origin');
+
+  /** A run of each end state in the runs queue, made by a BullMQ worker of the test's own. */
+  async function finishedRuns(): Promise<{ completed: string; failed: string }> {
+    const worker = new Worker(
+      HANDLER_RUNS_QUEUE,
+      async (job) => {
+        if (job.name === 'fails') throw new Error('failed on purpose');
+      },
+      { connection: { url: inject('redisUrl') }, prefix },
+    );
+    try {
+      const completed = await runs.add('completes', {} as HandlerRunData);
+      const failed = await runs.add('fails', {} as HandlerRunData);
+      await vi.waitFor(
+        async () => {
+          expect(await completed.getState()).toBe('completed');
+          expect(await failed.getState()).toBe('failed');
+        },
+        { timeout: 10_000 },
+      );
+      return { completed: String(completed.id), failed: String(failed.id) };
+    } finally {
+      await worker.close();
+    }
+  }
+
+  it('refuses Empty, Clean, Obliterate, Promote, Remove and releasing a rate limit on runs', async () => {
+    const { completed, failed } = await finishedRuns();
+    const waiting = await runs.add('waits', {} as HandlerRunData, { delay: 60_000 });
+    const queue = `${api}/${HANDLER_RUNS_QUEUE}`;
+    for (const path of [
+      `${queue}/empty`,
+      `${queue}/clean/completed`,
+      `${queue}/clean/failed`,
+      `${queue}/obliterate`,
+      `${queue}/promote`,
+      `${queue}/rate-limit/release`,
+      `${queue}/${String(waiting.id)}/promote`,
+      `${queue}/${failed}/clean`,
+      `${queue}/${completed}/retry`,
+    ]) {
+      const response = await own('put', path).expect(403);
+      expect(response.body, path).toMatchObject({ code: 'DASHBOARD_ACTION_REFUSED' });
+    }
+    for (const path of [`${queue}/${String(waiting.id)}/delay`, `${queue}/${failed}/priority`]) {
+      await own('patch', path).send({ delay: 0, priority: 1 }).expect(403);
+    }
+    expect(await runs.getJobState(completed)).toBe('completed');
+    expect(await runs.getJobState(failed)).toBe('failed');
+    expect(await waiting.getState()).toBe('delayed');
+    await waiting.remove();
+  });
+
+  it('retries a failed run', async () => {
+    const { failed } = await finishedRuns();
+    await own('put', `${api}/${HANDLER_RUNS_QUEUE}/${failed}/retry`).expect(204);
+    expect(await runs.getJobState(failed)).toBe('waiting');
+    await runs.remove(failed);
+  });
+
+  // After the overview's test: this delivery would be in its counts.
+  it('changes nothing on the deliveries queue', async () => {
+    const body = JSON.stringify({ id: 'fb_read_only', title: 'Kept' });
+    const before = await deps.deliveries.queue.count();
+    await postSigned(app, body, { secret: 'admin-secret' }).expect(202);
+    for (const path of ['empty', 'clean/completed', 'obliterate', 'promote', 'pause']) {
+      const { status } = await own('put', `${api}/deliveries/${path}`);
+      expect([403, 405], path).toContain(status);
+    }
+    expect(await deps.deliveries.queue.count()).toBe(before + 1);
+    expect(await deps.deliveries.queue.isPaused()).toBe(false);
   });
 });

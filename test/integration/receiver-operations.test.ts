@@ -5,7 +5,12 @@ import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
 import { createReceiverDeps } from '../../src/receiver.js';
 import { postSigned } from '../helpers/signed-request.js';
-import { createTestReceiver, TEST_SECRET, type TestReceiver } from '../helpers/test-receiver.js';
+import {
+  createTestReceiver,
+  TEST_METRICS_TOKEN,
+  TEST_SECRET,
+  type TestReceiver,
+} from '../helpers/test-receiver.js';
 
 let receiver: TestReceiver;
 beforeEach(async () => {
@@ -23,7 +28,10 @@ describe('the receiver, operated', () => {
     await postSigned(receiver.app, { id: 'fb_3' }, { secret: 'wrong' }).expect(401);
     await postSigned(receiver.app, 'not json').expect(202);
 
-    const response = await request(receiver.app).get('/metrics').expect(200);
+    const response = await request(receiver.app)
+      .get('/metrics')
+      .auth(TEST_METRICS_TOKEN, { type: 'bearer' })
+      .expect(200);
     expect(response.headers['content-type']).toMatch(/^text\/plain/);
     const text = response.text;
     expect(text).toContain('feedback_receiver_deliveries_total{outcome="queued",reason=""} 2');
@@ -44,7 +52,9 @@ describe('the receiver, operated', () => {
 
   it('labels unknown paths as "other", so a scan cannot multiply the series', async () => {
     await request(receiver.app).get('/wp-admin/setup.php').expect(404);
-    const { text } = await request(receiver.app).get('/metrics');
+    const { text } = await request(receiver.app)
+      .get('/metrics')
+      .auth(TEST_METRICS_TOKEN, { type: 'bearer' });
     expect(text).toMatch(/route="other",status="404"/);
     expect(text).not.toContain('wp-admin');
   });

@@ -359,3 +359,17 @@ function connectionOf(testReceiver: TestReceiver) {
   const { host, port } = connection.options;
   return { host: host ?? '127.0.0.1', port: port ?? 6379 };
 }
+
+describe('an internal error on the add', () => {
+  it('answers 500 and logs no part of the delivery', async () => {
+    receiver = await createTestReceiver();
+    // A key of the wrong type where BullMQ's add script counts jobs: the add fails inside Redis,
+    // and ioredis's error carries the command's arguments, the delivery among them.
+    await receiver.connection.hset(`${receiver.prefix}:${DELIVERIES_QUEUE}:id`, 'x', 'y');
+    const title = 'private-visitor-text-9f3a';
+    await postSigned(receiver.app, { id: 'fb_internal', title }).expect(500);
+    const line = receiver.logs.find((entry) => entry.msg === 'delivery not stored: internal error');
+    expect(line?.err, 'the error is logged').toMatchObject({ message: expect.any(String) });
+    expect(JSON.stringify(receiver.logs)).not.toContain(title);
+  });
+});

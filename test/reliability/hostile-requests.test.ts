@@ -8,6 +8,7 @@ import { afterAll, expect, it } from 'vitest';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import { signStandardWebhook } from '../../src/webhooks/standard-webhooks.js';
 import { SECRET, startCluster, type Cluster, type Receiver } from './harness/cluster.js';
+import { reportedUrl } from '../helpers/cli-process.js';
 import { finishScenario } from './harness/report-row.js';
 import { sendRaw, type RawRequest } from '../helpers/raw-request.js';
 
@@ -253,6 +254,11 @@ const CASES: Case[] = [
     status: 404,
   },
   {
+    name: 'the metrics on the webhook port',
+    request: () => ({ method: 'GET', path: '/metrics' }),
+    status: 404,
+  },
+  {
     name: 'path traversal',
     request: () => ({ method: 'GET', path: '/%2e%2e/%2e%2e/etc/passwd' }),
     status: 404,
@@ -359,7 +365,12 @@ it(`answers ${CASES.length} kinds of hostile request as documented, ${ROUNDS} ti
     Promise.all(
       Object.values(receivers).map(async (r) => {
         await collectGarbage(r);
-        const metrics = await (await fetch(`${r.base}/metrics`)).text();
+        // On METRICS_PORT (the test processes set it), not on the webhook port.
+        const probes = await reportedUrl(
+          r.cli,
+          'receiver probes listening (/healthz, /readyz, /metrics)',
+        );
+        const metrics = await (await fetch(`${probes}/metrics`)).text();
         const gauge = (name: string) =>
           Number(new RegExp(`^feedback_receiver_${name} (\\S+)$`, 'm').exec(metrics)?.[1]);
         const bytes = gauge('nodejs_heap_size_used_bytes') + gauge('nodejs_external_memory_bytes');

@@ -11,6 +11,24 @@ function capture() {
 }
 
 describe('the logger', () => {
+  it('logs an error by its name, message, stack, code and cause, never what else it carries', () => {
+    const { logger, lines } = capture();
+    const redisError = Object.assign(new Error('ERR something failed'), {
+      name: 'ReplyError',
+      command: { name: 'evalsha', args: ['sha', '{"title":"private-record-text"}'] },
+    });
+    const wrapped = new Error('could not store', { cause: redisError });
+    logger.error({ err: redisError }, 'as err');
+    logger.error({ error: redisError, nested: { failure: wrapped } }, 'under other keys');
+    logger.error(wrapped, 'as the first argument');
+    expect(JSON.stringify(lines)).not.toContain('private-record-text');
+    expect(lines[0]?.err).toMatchObject({ type: 'ReplyError', message: 'ERR something failed' });
+    expect(lines[2]?.err).toMatchObject({
+      message: 'could not store',
+      cause: { type: 'ReplyError', message: 'ERR something failed' },
+    });
+  });
+
   it('censors secrets, tokens and signatures wherever they sit in a logged object', () => {
     const { logger, lines } = capture();
     logger.info(

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { BulkBusyError, BulkSelectionError } from '../../runs/bulk-actions.js';
 import { readBulkSelection } from '../../runs/bulk-selection.js';
 import { sendProblem } from '../send-problem.js';
+import { jsonBody } from './json-body.js';
 import { CONSOLE_PATH } from './pages.js';
 import type { ConsoleSources } from './console-sources.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
@@ -30,14 +31,14 @@ export function createAdminApi(sources: ConsoleSources): Router {
   });
 
   // A bulk action: its plan (how many runs it would queue), its start, and its progress.
-  api.post('/deliveries/bulk/plan', express.json({ limit: '16kb' }), async (req, res) => {
+  api.post('/deliveries/bulk/plan', jsonBody, async (req, res) => {
     const check = readBulkSelection(jsonFields(req.body));
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const plan = await planned(() => bulk.plan(check.selection), res);
     if (plan) res.json(plan);
   });
 
-  api.post('/deliveries/bulk', express.json({ limit: '16kb' }), async (req, res) => {
+  api.post('/deliveries/bulk', jsonBody, async (req, res) => {
     const check = readBulkSelection(jsonFields(req.body));
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const progress = await planned(() => bulk.start(check.selection), res);
@@ -111,7 +112,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json(await readDeadLetter(sources));
   });
 
-  api.post('/dead-letter/retry', express.json({ limit: '16kb' }), async (req, res) => {
+  api.post('/dead-letter/retry', jsonBody, async (req, res) => {
     const group = GroupSchema.safeParse(req.body);
     if (!group.success) {
       return sendProblem(

@@ -1,4 +1,9 @@
-/** Whether a record meets a rule's condition. A field test holds if any value of the field passes. */
+/**
+ * Whether a record meets a rule's condition. A field test holds if any value of the field passes.
+ * A regular expression is tested against the first MATCHED_PREFIX_CHARS characters of a value
+ * only: a visitor's text can be up to BODY_LIMIT long, and a rule's pattern is the operator's,
+ * so its cost per record is bounded whatever the visitor sent.
+ */
 import type { FeedbackRecord } from '../../webhooks/feedback-record.js';
 import { fieldValues } from './field-values.js';
 import type { Condition, FieldTest } from './rules.js';
@@ -18,10 +23,24 @@ function passes(values: unknown[], test: FieldTest): boolean {
   return values.some((value) => valueTests.every((check) => check(value)));
 }
 
+/** How much of a string value a rule's `matches` reads. */
+export const MATCHED_PREFIX_CHARS = 10_000;
+
 type ValueTest = (value: unknown) => boolean;
 
-// Compiled once per test object and kept, so a rule's regular expression is not rebuilt for
-// every record.
+/**
+ * Compiles every field test of a condition (its regular expressions among them), once, when the
+ * rules are loaded: records then only run them.
+ */
+export function compileCondition(condition: Condition): void {
+  if ('all' in condition) return condition.all.forEach(compileCondition);
+  if ('any' in condition) return condition.any.forEach(compileCondition);
+  if ('not' in condition) return compileCondition(condition.not);
+  valueTestsOf(condition);
+}
+
+// Compiled once per test object (by compileCondition, when the rules are loaded) and kept, so a
+// rule's regular expression is not rebuilt for every record.
 const compiled = new WeakMap<FieldTest, ValueTest[]>();
 
 function valueTestsOf(test: FieldTest): ValueTest[] {
@@ -36,7 +55,13 @@ function valueTestsOf(test: FieldTest): ValueTest[] {
   }
   if (test.matches !== undefined) {
     const pattern = new RegExp(test.matches, test.ignoreCase ? 'i' : '');
-    tests.push((value) => typeof value === 'string' && pattern.test(value));
+    tests.push(
+      (value) =>
+        typeof value === 'string' &&
+        pattern.test(
+          value.length > MATCHED_PREFIX_CHARS ? value.slice(0, MATCHED_PREFIX_CHARS) : value,
+        ),
+    );
   }
   const isNumber = (value: unknown): value is number => typeof value === 'number';
   if (lt !== undefined) tests.push((value) => isNumber(value) && value < lt);

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { FeedbackPatch } from '../../api/resources.js';
+import { compileCondition } from './conditions.js';
 import { parseJsonc, type JsoncDocument } from './jsonc.js';
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
@@ -160,6 +161,7 @@ export function parseTriageRules(text: string, source: string): TriageRules {
     );
     throw new TriageRulesError(`TRIAGE_RULES ${source}:\n  ${lines.join('\n  ')}`);
   }
+  for (const rule of parsed.data.rules) compileCondition(rule.when);
   return { mode: parsed.data.mode, rules: parsed.data.rules };
 }
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { FeedbackRecord } from '../../../../src/webhooks/feedback-record.js';
-import { meets } from '../../../../src/worker/triage/conditions.js';
+import { MATCHED_PREFIX_CHARS, meets } from '../../../../src/worker/triage/conditions.js';
 import { fieldValues } from '../../../../src/worker/triage/field-values.js';
 import type { Condition } from '../../../../src/worker/triage/rules.js';
 
@@ -94,5 +94,15 @@ describe('meets', () => {
   it('treats null like a missing value', () => {
     expect(meets({ id: 'a', title: null }, { field: 'title', exists: true })).toBe(false);
     expect(meets({ id: 'a', title: null }, { field: 'title', equals: null })).toBe(true);
+  });
+});
+
+describe('a regular expression on long text', () => {
+  it('is tested against the first MATCHED_PREFIX_CHARS characters only', () => {
+    const condition: Condition = { field: 'title', matches: 'needle' };
+    const early = `${'a'.repeat(MATCHED_PREFIX_CHARS - 'needle'.length)}needle`;
+    const late = `${'a'.repeat(MATCHED_PREFIX_CHARS)}needle`;
+    expect(meets({ id: 'a', title: early }, condition)).toBe(true);
+    expect(meets({ id: 'a', title: late }, condition)).toBe(false);
   });
 });
