@@ -145,7 +145,7 @@ describe('feedback-receiver work', () => {
       'feedback_receiver_api_requests_total{method="PATCH",status="200"} 1',
     );
     expect(metrics).toMatch(
-      /feedback_receiver_queue_jobs\{queue="runs-low-rating-digest",state="failed"\} 0/,
+      /feedback_receiver_queue_jobs\{queue="runs-auto-triage",state="failed"\} 0/,
     );
   });
 
