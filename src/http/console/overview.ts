@@ -45,16 +45,22 @@ export async function readDeadLetter(
 export async function readOverview(sources: ConsoleSources): Promise<Overview> {
   const [stats, queues, deadLetter, quarantine] = await Promise.all([
     sources.readStats(),
-    Promise.all(
-      (await sources.queues()).map(async (queue) => ({
-        name: queue.name,
-        counts: await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'),
-      })),
-    ),
+    readQueueCounts(sources),
     sources.deadLetter.count(),
     sources.quarantine.count(),
   ]);
   return { stats, queues, deadLetter, quarantine };
+}
+
+// Its own function, so that its awaits happen inside the Promise.all: awaiting the queues' list
+// while building the array would leave readStats's rejection unhandled when that list fails.
+async function readQueueCounts(sources: ConsoleSources): Promise<Overview['queues']> {
+  return Promise.all(
+    (await sources.queues()).map(async (queue) => ({
+      name: queue.name,
+      counts: await queue.getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed'),
+    })),
+  );
 }
 
 /** The outcomes in the order a reader expects them. */
