@@ -151,10 +151,19 @@ describe.runIf(hasTracingNode)('with an OTLP endpoint', () => {
 
     const isPatch = (span: ReceivedSpan) =>
       span.traceId === sender.traceId && span.name === 'PATCH /v1/feedback/{id}';
-    // The two processes export on their own schedules: wait for the first span and the last.
+    // The two processes export in batches on their own schedules, and a span is exported when it
+    // ends: the run's consumer span ends after the PATCH inside it. Wait for every span read below.
     const isServer = (span: ReceivedSpan) =>
       span.traceId === sender.traceId && span.kind === SPAN_KIND.server;
-    const all = await otlp.waitFor((spans) => spans.some(isPatch) && spans.some(isServer));
+    const isConsumer = (name: string) => (span: ReceivedSpan) =>
+      span.traceId === sender.traceId && span.kind === SPAN_KIND.consumer && span.name === name;
+    const all = await otlp.waitFor(
+      (spans) =>
+        spans.some(isPatch) &&
+        spans.some(isServer) &&
+        spans.some(isConsumer('process deliveries')) &&
+        spans.some(isConsumer('process runs-auto-triage')),
+    );
     const trace = all.filter((span) => span.traceId === sender.traceId);
 
     const server = one(trace, (span) => span.kind === SPAN_KIND.server, 'the HTTP server span');
