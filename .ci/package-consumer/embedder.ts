@@ -1,4 +1,4 @@
-// An Express app that mounts the webhook route, as the README shows: .ci/package-check
+// An Express app that mounts the webhook route, as docs/embedding.md shows: .ci/package-check
 // type-checks it once express and @types/express are installed, as an embedder has them.
 import express from 'express';
 import {

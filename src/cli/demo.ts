@@ -49,8 +49,9 @@ export const demoCommand: Command = {
 Starts a private Redis (unless REDIS_URL is set), the sandbox, the receiver and a
 worker with examples/triage-rules.jsonc, all on 127.0.0.1; registers the hook;
 creates a few feedback records; waits until each is triaged; prints them before
-and after; and stops everything. --keep keeps everything running, and prints the
-delivery console's URL and a login for it, until Ctrl-C. --verbose shows every
+and after; and stops everything. --keep keeps everything running until Ctrl-C, and
+prints the delivery console's URL and a login for it, the receiver's and the
+sandbox's addresses, and the variables that point the CLI at them. --verbose shows every
 component's log lines.`,
   options: { keep: { type: 'boolean' }, verbose: { type: 'boolean' } },
   async run(values) {
@@ -149,6 +150,19 @@ component's log lines.`,
           [
             `The delivery console: ${receiver.url}/admin`,
             `Log in with any user name and the password ${adminToken}`,
+            `The receiver: ${hookUrl} (webhook secret ${secret})`,
+            `The sandbox (the feedback API's stand-in): ${sandbox.url}, token ${SANDBOX_TOKEN}`,
+            // What the CLI needs to reach this demo from another terminal: its Redis and key
+            // prefix, the secret `send` signs with, the sandbox as the API (docs/demo.md). A
+            // REDIS_URL of the user's own, which may hold a password, is not repeated.
+            'For the CLI in another terminal, in this directory:',
+            `  export ${cliEnvironment({
+              redisUrl: env.redisUrlFromEnv ? undefined : redisUrl,
+              prefix,
+              secret,
+              sandboxUrl: sandbox.url,
+              receiverUrl: receiver.url,
+            })}`,
             'Everything keeps running until Ctrl-C.\n',
           ].join('\n'),
         );
@@ -167,6 +181,29 @@ component's log lines.`,
     setTimeout(() => process.exit(process.exitCode ?? 0), 2_000).unref();
   },
 };
+
+/**
+ * The variables, as one `export` line, that point the CLI at the running demo. DEMO_RECEIVER_URL
+ * is read by nothing but the shell: the `--url` the docs' `send` lines take.
+ */
+function cliEnvironment(demo: {
+  redisUrl: string | undefined;
+  prefix: string;
+  secret: string;
+  sandboxUrl: string;
+  receiverUrl: string;
+}): string {
+  return Object.entries({
+    ...(demo.redisUrl === undefined ? {} : { REDIS_URL: demo.redisUrl }),
+    QUEUE_PREFIX: demo.prefix,
+    WEBHOOK_SECRET: demo.secret,
+    FEEDBACK_API_URL: demo.sandboxUrl,
+    FEEDBACK_API_TOKEN: SANDBOX_TOKEN,
+    DEMO_RECEIVER_URL: demo.receiverUrl,
+  })
+    .map(([name, value]) => `${name}=${value}`)
+    .join(' ');
+}
 
 /** Resolves at the first SIGINT or SIGTERM. */
 function stopped(): Promise<void> {

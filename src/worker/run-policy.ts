@@ -1,5 +1,6 @@
 /**
- * What one attempt of a run comes to: the README's "When a run fails" table as one pure function.
+ * What one attempt of a run comes to: the "When a run fails" table of docs/handlers.md as one
+ * pure function.
  * The worker applies the decision (see runs.ts); docs/runs.md draws where each one leads.
  */
 import { UnrecoverableError } from 'bullmq';

@@ -131,7 +131,7 @@ it('finds a delivery by its feedback id, and shows the triage rule that fired', 
     // Times read in local time, with the UTC value on hover.
     expect(await page.locator('time').first().getAttribute('title')).toMatch(/ UTC$/);
     if (process.env.CONSOLE_SCREENSHOT) {
-      // The README's picture: CONSOLE_SCREENSHOT=docs/console.png npm run test:browser
+      // docs/console.md's picture: CONSOLE_SCREENSHOT=docs/console.png npm run test:browser
       await page.setViewportSize({ width: 1200, height: 800 });
       await page.screenshot({ path: process.env.CONSOLE_SCREENSHOT, fullPage: true });
     }

@@ -389,6 +389,51 @@ describe('feedback-receiver demo', () => {
     expect(await demo.exited()).toBe(0);
     expect(demo.output()).toContain('Stopping everything … done');
   }, 60_000);
+
+  it('with --keep, prints the variables with which the CLI fills its dead letter and quarantine', async () => {
+    const demo = runCli(['demo', '--keep'], {});
+    try {
+      const exported = await vi.waitFor(
+        () => {
+          const found = /\n {2}export (.+)\n/.exec(demo.output());
+          expect(found, `the CLI's variables\n${demo.output()}`).not.toBeNull();
+          return found![1]!;
+        },
+        { timeout: 45_000, interval: 200 },
+      );
+      const env = Object.fromEntries(
+        exported
+          .split(' ')
+          .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+      );
+      expect(demo.output()).toContain(`(webhook secret ${env.WEBHOOK_SECRET})`);
+      expect(demo.output()).toContain(
+        `The sandbox (the feedback API's stand-in): ${env.FEEDBACK_API_URL}`,
+      );
+
+      // docs/demo.md: a generated record the sandbox does not know, whose PATCH gets a 404.
+      expect((await cli(['send', '--url', env.DEMO_RECEIVER_URL!], env)).code).toBe(0);
+      const notARecord = join(await mkdtemp(join(tmpdir(), 'demo-')), 'not-a-record.json');
+      await writeFile(notARecord, 'not a feedback record');
+      expect(
+        (await cli(['send', '--url', env.DEMO_RECEIVER_URL!, '--file', notARecord], env)).code,
+      ).toBe(0);
+
+      const quarantined = await cli(['quarantine', 'list'], env);
+      expect(quarantined.output).toContain('unparseable');
+      await vi.waitFor(
+        async () => {
+          const failed = await cli(['deliveries', 'failed'], env);
+          expect(failed.output).toContain('handler auto-triage');
+          expect(failed.output).toMatch(/404/);
+        },
+        { timeout: 15_000, interval: 200 },
+      );
+    } finally {
+      demo.child.kill('SIGINT');
+    }
+    expect(await demo.exited()).toBe(0);
+  }, 90_000);
 });
 
 describe('feedback-receiver start', () => {

@@ -21,7 +21,7 @@ function readmeBlock(marker: string): string {
 
 /** The README's "Try a delivery" commands, pointed at the receiver under test. */
 function readmeWalkthrough(url: string): string {
-  return readmeBlock('## Try a delivery').replaceAll('http://127.0.0.1:3000', url);
+  return readmeBlock('### Try a delivery').replaceAll('http://127.0.0.1:3000', url);
 }
 
 let receiver: CliProcess | undefined;
@@ -74,13 +74,14 @@ describe('feedback-receiver serve', () => {
       await worker.exited();
     }
 
-    // The README's redis-cli lines, against this test's Redis and prefix.
-    const { hostname, port } = new URL(redisUrl);
+    // The README's redis-cli lines, against this test's Redis (as REDIS_URL, which they read)
+    // and prefix.
     const lookup = readmeBlock('The job is in Redis')
       .replaceAll("'feedback-receiver:", `'${prefix}:`)
-      .replaceAll('"feedback-receiver:', `"${prefix}:`)
-      .replaceAll('redis-cli ', `redis-cli -h ${hostname} -p ${port} `);
-    const { stdout: data } = await sh('bash', ['-euo', 'pipefail', '-c', lookup]);
+      .replaceAll('"feedback-receiver:', `"${prefix}:`);
+    const { stdout: data } = await sh('bash', ['-euo', 'pipefail', '-c', lookup], {
+      env: { PATH: process.env.PATH, REDIS_URL: redisUrl },
+    });
     expect(JSON.parse(data).record).toEqual({
       id: 'fb_1',
       title: 'Pay button does nothing',

@@ -21,7 +21,7 @@ const facts: AttemptFacts = {
 const failed = (error: unknown, more: Partial<AttemptFacts> = {}, interrupted = false) =>
   decideRun({ ok: false, error, interrupted }, { ...facts, ...more });
 
-// One row per row of the README's "When a run fails" table, and the run that does not fail.
+// One row per row of the "When a run fails" table (docs/handlers.md), and the run that does not fail.
 describe('decideRun', () => {
   it('completes a run whose handler returned, with what it returned (null for nothing)', () => {
     expect(decideRun({ ok: true, result: { id: 1 } }, facts)).toEqual({
