@@ -1,12 +1,13 @@
 /**
  * The console's pages for what waits for an operator: the quarantine (bodies that could not be
  * read, shown byte for byte) and the dead letter (runs that failed for good, by handler and
- * reason). Their buttons are POST forms to this site; see console-router.ts.
+ * cause). Their buttons are POST forms to this site; see console-router.ts.
  */
 import type { DeadLetterGroup } from '../../runs/dead-letter.js';
 import type { QuarantineEntry, QuarantineSummary } from '../../queue/quarantine.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout, time } from './pages.js';
+import { plural } from './plural.js';
 import { byteLabel, visibleBytes } from './visible-bytes.js';
 
 /** What an action did, as the page after it says (a fixed set: nothing of a request is echoed). */
@@ -129,8 +130,8 @@ export function deadLetterPage(
           : groups.map(
               (group) =>
                 html`<section class="group">
-                  <h2>${group.handler} · ${group.runs.length} run(s)</h2>
-                  <p class="error">${group.reason}</p>
+                  <h2>${group.handler} · ${plural(group.runs.length, 'run')}</h2>
+                  <p class="error">${group.cause}</p>
                   <form method="post" action="${CONSOLE_PATH}/dead-letter/retry">
                     <input type="hidden" name="handler" value="${group.handler}" />
                     <input type="hidden" name="reason" value="${group.reason}" />
@@ -144,7 +145,7 @@ export function deadLetterPage(
                             href="${CONSOLE_PATH}/deliveries/${encodeURIComponent(run.deliveryKey)}"
                             >${run.deliveryKey || run.id}</a
                           >
-                          · ${run.attempts} attempt(s)
+                          · ${plural(run.attempts, 'attempt')}
                           ${run.failedAt ? html`· failed ${time(run.failedAt)}` : ''}
                           <form
                             method="post"
@@ -152,6 +153,7 @@ export function deadLetterPage(
                           >
                             <button type="submit">Retry</button>
                           </form>
+                          <p class="error reason">${run.reason}</p>
                         </li>`,
                     )}
                   </ul>
