@@ -6,6 +6,7 @@ import type { BulkPlan, BulkProgress, BulkSelection } from '../../runs/bulk-acti
 import type { DeliveryQuery } from '../../runs/delivery-log.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout } from './pages.js';
+import { noun, plural } from './plural.js';
 
 export const BULK_PATH = `${CONSOLE_PATH}/deliveries/bulk`;
 
@@ -73,9 +74,11 @@ export function bulkConfirmPage(plan: BulkPlan, since: string | undefined): Html
   const { selection } = plan;
   const what =
     selection.action === 'retry'
-      ? html`<strong>${plan.runs}</strong> failed run(s) will start again, with all their attempts.`
-      : html`<strong>${plan.runs}</strong> run(s) of <strong>${selection.handler}</strong> will be
-          queued, one per delivery whose whole record is still kept.`;
+      ? html`<strong>${plan.runs}</strong> failed ${noun(plan.runs, 'run')} will start again, with
+          all ${plan.runs === 1 ? 'its' : 'their'} attempts.`
+      : html`<strong>${plan.runs}</strong> ${noun(plan.runs, 'run')} of
+          <strong>${selection.handler}</strong> will be queued, one per delivery whose whole record
+          is still kept.`;
   return layout(
     DESCRIPTIONS[selection.action],
     html`<h1>${DESCRIPTIONS[selection.action]}?</h1>
@@ -95,7 +98,7 @@ export function bulkConfirmPage(plan: BulkPlan, since: string | undefined): Html
           : html`<form method="post" action="${BULK_PATH}">
               ${hidden(fieldsOf({ ...selection, since }))}
               <input type="hidden" name="confirm" value="yes" />
-              <button type="submit">Queue ${plan.runs} run(s)</button>
+              <button type="submit">Queue ${plural(plan.runs, 'run')}</button>
             </form>`
       }
       <p><a href="${CONSOLE_PATH}/deliveries">Back to the deliveries</a></p>`,
@@ -115,7 +118,7 @@ export function bulkProgressPage(progress: BulkProgress): Html {
         ${running ? html`data-reload-after="2"` : ''}
       >
         ${running ? 'Queuing' : progress.state === 'done' ? 'Done' : 'Stopped'}:
-        <strong>${progress.queued}</strong> of ${progress.total} run(s)
+        <strong>${progress.queued}</strong> of ${plural(progress.total, 'run')}
         queued${
           progress.skipped > 0 ? html`, ${progress.skipped} skipped (under way or gone)` : ''
         }.

@@ -12,6 +12,7 @@ import type {
 } from '../../runs/delivery-log.js';
 import { DELIVERY_FILTERS, type DeliveryFilter } from '../../runs/delivery-log.js';
 import { html, safeHref, type Html } from './html.js';
+import { plural } from './plural.js';
 
 export const CONSOLE_PATH = '/admin';
 
@@ -298,10 +299,20 @@ function runBadge(run: Pick<RunView, 'handler' | 'state' | 'reason'>): Html {
   >`;
 }
 
-/** What happened to the delivery, in order, from what the queues keep. */
+interface TimelineEvent {
+  readonly at: string;
+  readonly what: Html | string;
+}
+
+/**
+ * What happened to the delivery, in the order one thing made the next: received, queued, taken,
+ * routed, then the runs routing made. The stamps come from more than one clock (the receiver's,
+ * the worker's), and routing is stamped when its job ends, after it queued the runs, so a run
+ * may start before that stamp: the stamps order events only within the runs.
+ */
 function timeline(delivery: DeliveryView): Html {
   const { receipt } = delivery;
-  const events: { at: string; what: Html | string }[] = [
+  const before: TimelineEvent[] = [
     {
       at: delivery.receivedAt,
       what: receipt
@@ -309,33 +320,61 @@ function timeline(delivery: DeliveryView): Html {
         : 'received',
     },
   ];
-  if (delivery.queuedAt) events.push({ at: delivery.queuedAt, what: 'queued' });
-  if (delivery.takenAt) events.push({ at: delivery.takenAt, what: 'taken by a worker' });
+  if (delivery.queuedAt) before.push({ at: delivery.queuedAt, what: 'queued' });
+  if (delivery.takenAt) before.push({ at: delivery.takenAt, what: 'taken by a worker' });
   if (delivery.routedAt) {
-    events.push({
+    before.push({
       at: delivery.routedAt,
       what: `routed to ${delivery.runs.map((run) => run.handler).join(', ') || 'no handler'}`,
     });
   }
-  for (const run of delivery.runs) {
-    for (const attempt of run.history) {
-      events.push({ at: attempt.startedAt, what: attemptLine(run.handler, attempt) });
-    }
-    // A run made by an older version has no attempt records: how it ended, as BullMQ keeps it.
-    if (run.history.length === 0 && run.finishedAt) {
-      events.push({
-        at: run.finishedAt,
-        what: html`${run.handler} ${run.state} after ${run.attempts ?? 1}
-        attempt(s)${run.reason ? html`: <span class="error">${run.reason}</span>` : ''}`,
-      });
-    }
-  }
-  events.sort((a, b) => a.at.localeCompare(b.at));
   const waiting = delivery.runs.filter((run) => run.state === 'pending');
   return html`<ol class="timeline">
-    ${events.map(({ at, what }) => html`<li>${time(at)} ${what}</li>`)}
+    ${[...before, ...runEvents(delivery.runs)].map(({ at, what }) => html`<li>${time(at)} ${what}</li>`)}
     ${waiting.map((run) => html`<li>${run.handler}: waiting for its next attempt</li>`)}
   </ol>`;
+}
+
+/**
+ * The runs' events: each run's in its own order (its attempts as recorded, oldest first), the
+ * runs interleaved by time; at one time, by handler name.
+ */
+function runEvents(runs: readonly RunView[]): TimelineEvent[] {
+  const lanes = runs.map((run) => ({ handler: run.handler, events: eventsOfRun(run) }));
+  const merged: TimelineEvent[] = [];
+  for (;;) {
+    let next: (typeof lanes)[number] | undefined;
+    for (const lane of lanes) {
+      const head = lane.events[0];
+      if (head === undefined) continue;
+      const best = next?.events[0];
+      if (
+        best === undefined ||
+        head.at < best.at ||
+        (head.at === best.at && lane.handler < next!.handler)
+      ) {
+        next = lane;
+      }
+    }
+    if (next === undefined) return merged;
+    merged.push(next.events.shift()!);
+  }
+}
+
+function eventsOfRun(run: RunView): TimelineEvent[] {
+  const events: TimelineEvent[] = run.history.map((attempt) => ({
+    at: attempt.startedAt,
+    what: attemptLine(run.handler, attempt),
+  }));
+  // A run made by an older version has no attempt records: how it ended, as BullMQ keeps it.
+  if (run.history.length === 0 && run.finishedAt) {
+    events.push({
+      at: run.finishedAt,
+      what: html`${run.handler} ${run.state} after
+      ${plural(run.attempts ?? 1, 'attempt')}${run.reason ? html`: <span class="error">${run.reason}</span>` : ''}`,
+    });
+  }
+  return events;
 }
 
 const ATTEMPT_OUTCOMES: Record<AttemptRecord['outcome'], string> = {
@@ -356,7 +395,7 @@ function runItem(key: string, run: RunView): Html {
   const triage = triageResult(run.result);
   return html`<li class="run-${run.state}">
     <strong>${run.handler}</strong> ${run.state}
-    ${run.attempts ? html`after ${run.attempts} attempt(s)` : ''}
+    ${run.attempts ? html`after ${plural(run.attempts, 'attempt')}` : ''}
     ${run.finishedAt ? html`at ${time(run.finishedAt)}` : ''}
     ${run.reason ? html`<p class="error">${run.reason}</p>` : ''}
     ${
@@ -378,24 +417,7 @@ function runItem(key: string, run: RunView): Html {
           >`
         : ''
     }
-    ${
-      triage
-        ? html`<p>
-            Rules that fired: ${triage.matched.length > 0 ? triage.matched.join(', ') : 'none'}.
-            ${
-              triage.patch
-                ? html`${triage.sent ? 'Sent' : 'Would send'}
-                    <code>PATCH ${JSON.stringify(triage.patch)}</code>`
-                : ''
-            }
-            ${
-              triage.answer
-                ? html`The API answered with <code>${JSON.stringify(triage.answer)}</code>.`
-                : ''
-            }
-          </p>`
-        : ''
-    }
+    ${triage ? triageSummary(triage) : ''}
   </li>`;
 }
 
@@ -436,13 +458,18 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
   );
 }
 
+type TriageSummary = {
+  matched: string[];
+  patch: unknown;
+  sent: boolean | undefined;
+  answer: unknown;
+};
+
 /**
  * What auto-triage returns: the rules that matched, the fields it set, whether it sent them, and
- * the API's answer.
+ * the API's answer. `sent` is undefined when the history kept too little of the result to say.
  */
-function triageResult(
-  result: unknown,
-): { matched: string[]; patch: unknown; sent: boolean; answer: unknown } | undefined {
+function triageResult(result: unknown): TriageSummary | undefined {
   if (typeof result !== 'object' || result === null || !('matched' in result)) return undefined;
   const { matched, patch, sent, answer } = result as {
     matched: unknown;
@@ -451,7 +478,36 @@ function triageResult(
     answer?: unknown;
   };
   if (!Array.isArray(matched)) return undefined;
-  return { matched: matched.map(String), patch, sent: sent === true, answer };
+  return {
+    matched: matched.map(String),
+    patch,
+    sent: typeof sent === 'boolean' ? sent : undefined,
+    answer,
+  };
+}
+
+/**
+ * What auto-triage did, in sentences. Auto-triage leaves a PATCH unsent only in dry run, when no
+ * rule fired, or when the record already had what the rules set (triage-handler.ts): only the
+ * first is "would send".
+ */
+function triageSummary({ matched, patch, sent, answer }: TriageSummary): Html {
+  if (matched.length === 0) return html`<p>No rule fired; nothing was sent.</p>`;
+  const fired = html`Rules that fired: ${matched.join(', ')}.`;
+  const fields = typeof patch === 'object' && patch !== null ? Object.keys(patch).length : 0;
+  const request = html`<code>PATCH ${JSON.stringify(patch)}</code>`;
+  if (fields === 0) {
+    return html`<p>${fired} The record already had what they set; nothing was sent.</p>`;
+  }
+  if (sent === true) {
+    return html`<p>
+      ${fired} Sent ${request}.
+      ${answer === undefined ? '' : html`The API answered with <code>${JSON.stringify(answer)}</code>.`}
+    </p>`;
+  }
+  if (sent === false)
+    return html`<p>${fired} Would send ${request} (dry run: nothing was sent).</p>`;
+  return html`<p>${fired} Its fields: ${request}.</p>`;
 }
 
 function fields(rows: readonly (readonly [string, unknown])[]): Html {
