@@ -24,15 +24,18 @@ function fieldsOf(selection: BulkSelection & { since?: string | undefined }): [s
   );
 }
 
-/** Under a search result: retry its failed runs, or run a handler on it. */
-export function bulkOffer(query: DeliveryQuery): Html {
+/**
+ * Under a search result: retry its failed runs (only when it holds some: `failedRuns`), or run a
+ * handler on it.
+ */
+export function bulkOffer(query: DeliveryQuery, failedRuns: boolean): Html {
   if (query.state === 'quarantined' || query.state === 'waiting') return html``;
   const search = { q: query.q, state: query.state };
   const link = (action: BulkSelection['action']) =>
     `${BULK_PATH}?${new URLSearchParams(fieldsOf({ action, ...search })).toString()}`;
   return html`<p class="bulk">
     Act on every delivery this search finds:
-    <a class="button" href="${link('retry')}">Retry their failed runs…</a>
+    ${failedRuns ? html`<a class="button" href="${link('retry')}">Retry their failed runs…</a>` : ''}
     <a class="button" href="${link('run-again')}">Run a handler on them…</a>
   </p>`;
 }
@@ -46,6 +49,7 @@ const DESCRIPTIONS = {
 export function bulkChooseHandlerPage(selection: BulkSelection, handlers: readonly string[]): Html {
   return layout(
     'Run a handler on a search result',
+    'deliveries',
     html`<h1>Run a handler on a search result</h1>
       ${searchLine(selection)}
       ${
@@ -81,6 +85,7 @@ export function bulkConfirmPage(plan: BulkPlan, since: string | undefined): Html
           is still kept.`;
   return layout(
     DESCRIPTIONS[selection.action],
+    'deliveries',
     html`<h1>${DESCRIPTIONS[selection.action]}?</h1>
       ${searchLine(selection, since)}
       <p>${plan.deliveries} deliver${plan.deliveries === 1 ? 'y' : 'ies'} found. ${what}</p>
@@ -110,6 +115,7 @@ export function bulkProgressPage(progress: BulkProgress): Html {
   const running = progress.state === 'running';
   return layout(
     'Bulk action',
+    'deliveries',
     html`<h1>${DESCRIPTIONS[progress.selection.action]}</h1>
       ${searchLine(progress.selection)}
       <p

@@ -33,6 +33,7 @@ export function quarantinePage(
 ): Html {
   return layout(
     'Quarantine',
+    'quarantine',
     html`<h1>Quarantine</h1>
       ${notice(done)}
       <p class="meta">
@@ -55,14 +56,14 @@ export function quarantinePage(
                 ${entries.map(
                   (entry) =>
                     html`<tr>
-                      <td>
+                      <td data-label="Received">
                         <a href="${CONSOLE_PATH}/quarantine/${encodeURIComponent(entry.id)}"
                           >${time(entry.receivedAt)}</a
                         >
                       </td>
-                      <td>${entry.reason}</td>
-                      <td>${issuesText(entry.issues)}</td>
-                      <td>${entry.size} bytes</td>
+                      <td data-label="Reason">${entry.reason}</td>
+                      <td data-label="Issues">${issuesText(entry.issues)}</td>
+                      <td data-label="Size">${plural(entry.size, 'byte')}</td>
                     </tr>`,
                 )}
               </tbody>
@@ -75,6 +76,7 @@ export function quarantineEntryPage(entry: QuarantineEntry): Html {
   const action = `${CONSOLE_PATH}/quarantine/${encodeURIComponent(entry.id)}`;
   return layout(
     'Quarantined delivery',
+    'quarantine',
     html`<h1>Quarantined delivery</h1>
       <p class="meta">
         ${entry.reason} · received ${time(entry.receivedAt)} · <code>${entry.id}</code>
@@ -118,6 +120,7 @@ export function deadLetterPage(
   const shown = groups.reduce((sum, group) => sum + group.runs.length, 0);
   return layout(
     'Dead letter',
+    'dead-letter',
     html`<h1>Dead letter</h1>
       ${notice(done)}
       <p class="meta">
@@ -153,7 +156,12 @@ export function deadLetterPage(
                           >
                             <button type="submit">Retry</button>
                           </form>
-                          <p class="error reason">${run.reason}</p>
+                          ${
+                            // The cause above says it all when nothing was taken out of it.
+                            run.reason === group.cause
+                              ? ''
+                              : html`<p class="error">${run.reason}</p>`
+                          }
                         </li>`,
                     )}
                   </ul>

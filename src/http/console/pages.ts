@@ -28,13 +28,28 @@ export const CONSOLE_CSP = [
   "base-uri 'none'",
 ].join('; ');
 
-export function layout(title: string, body: Html): Html {
+/** The console's sections, as its navigation lists them; bull-board's Queues is the last. */
+const SECTIONS = [
+  ['overview', 'Overview', CONSOLE_PATH],
+  ['deliveries', 'Deliveries', `${CONSOLE_PATH}/deliveries`],
+  ['quarantine', 'Quarantine', `${CONSOLE_PATH}/quarantine`],
+  ['dead-letter', 'Dead letter', `${CONSOLE_PATH}/dead-letter`],
+  ['queues', 'Queues', `${CONSOLE_PATH}/queues`],
+] as const;
+export type Section = (typeof SECTIONS)[number][0];
+
+/** The console's icon, served as an asset (console-router.ts): no request for /favicon.ico. */
+export const FAVICON_PATH = `${CONSOLE_PATH}/assets/favicon.svg`;
+
+/** A page of the console; `section`: the one the navigation marks as the reader's. */
+export function layout(title: string, section: Section, body: Html): Html {
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>${title} · feedback-receiver</title>
+        <link rel="icon" href="${FAVICON_PATH}" type="image/svg+xml" />
         <link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css" />
         <script src="${CONSOLE_PATH}/assets/console.js" defer></script>
       </head>
@@ -42,11 +57,12 @@ export function layout(title: string, body: Html): Html {
         <header>
           <a class="brand" href="${CONSOLE_PATH}">feedback-receiver</a>
           <nav>
-            <a href="${CONSOLE_PATH}">Overview</a>
-            <a href="${CONSOLE_PATH}/deliveries">Deliveries</a>
-            <a href="${CONSOLE_PATH}/quarantine">Quarantine</a>
-            <a href="${CONSOLE_PATH}/dead-letter">Dead letter</a>
-            <a href="${CONSOLE_PATH}/queues">Queues</a>
+            ${SECTIONS.map(
+              ([name, label, href]) =>
+                html`<a href="${href}" ${name === section ? html`aria-current="page"` : ''}
+                  >${label}</a
+                >`,
+            )}
           </nav>
         </header>
         <main>${body}</main>
@@ -59,26 +75,26 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery, actions
   const rows = page.deliveries.map((delivery) =>
     delivery.state === 'quarantined'
       ? html`<tr>
-          <td>${time(delivery.receivedAt)}</td>
-          <td>
+          <td data-label="Received">${time(delivery.receivedAt)}</td>
+          <td data-label="Title">
             <a href="${CONSOLE_PATH}/quarantine/${encodeURIComponent(delivery.id)}"
               >${delivery.deliveryId ?? delivery.id}</a
             >
           </td>
-          <td></td>
-          <td></td>
-          <td>${state('quarantined')} ${delivery.reason}</td>
+          <td data-label="Project"></td>
+          <td data-label="Rating"></td>
+          <td data-label="Handlers">${state('quarantined')} ${delivery.reason}</td>
         </tr>`
       : html`<tr>
-          <td>${time(delivery.receivedAt)}</td>
-          <td>
+          <td data-label="Received">${time(delivery.receivedAt)}</td>
+          <td data-label="Title">
             <a href="${deliveryHref(delivery.key)}"
               >${delivery.record.title || delivery.record.id}</a
             >
           </td>
-          <td>${delivery.record.project_id}</td>
-          <td>${delivery.record.rating}</td>
-          <td>${state(delivery.state)} ${delivery.runs.map(runBadge)}</td>
+          <td data-label="Project">${delivery.record.project_id}</td>
+          <td data-label="Rating">${delivery.record.rating}</td>
+          <td data-label="Handlers">${state(delivery.state)} ${delivery.runs.map(runBadge)}</td>
         </tr>`,
   );
   const empty =
@@ -91,6 +107,7 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery, actions
           </p>`;
   return layout(
     'Deliveries',
+    'deliveries',
     html`<h1>Deliveries</h1>
       <form class="search" method="get" action="${CONSOLE_PATH}/deliveries">
         <input
@@ -150,6 +167,7 @@ export function deliveryPage(
   const geo = context?.geo;
   return layout(
     record.title || record.id,
+    'deliveries',
     html`<h1>${record.title || record.id}</h1>
       ${done ?? ''}
       <p class="meta">
@@ -267,6 +285,7 @@ export function notFoundPage(
 ): Html {
   return layout(
     'Not found',
+    what === 'quarantine entry' ? 'quarantine' : 'deliveries',
     html`<h1>Not found</h1>
       <p class="empty">
         No ${what} <code>${id}</code> is kept.
@@ -431,6 +450,7 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
   if (completed.length === 0) {
     return layout(
       'Run again',
+      'deliveries',
       html`<h1>Run again</h1>
         <p class="empty">
           ${handler ? html`No completed run of <strong>${handler}</strong>` : 'No completed run'} on
@@ -441,6 +461,7 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
   }
   return layout(
     'Run again',
+    'deliveries',
     html`<h1>Run again?</h1>
       <p>
         ${completed.map((run) => html`<strong>${run.handler}</strong> `)} will run again on
