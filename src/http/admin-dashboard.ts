@@ -7,7 +7,8 @@
  * makes it send, so state changes are taken only from the dashboard's own pages (see
  * refuseCrossSite). Deliveries enter only through the signed route: no job can be added or have
  * its data replaced from here. The deliveries queue is read-only, and on runs only the actions
- * that keep their promises are taken (dashboard-actions.ts).
+ * that keep their promises are taken (dashboard-actions.ts). bull-board's page loads nothing
+ * from elsewhere and links back to the console (board-page.ts).
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -20,6 +21,7 @@ import { CONSOLE_PATH } from './console/pages.js';
 import { CONSOLE_REQUESTS_AT_ONCE, createRequestGate } from './console/request-gate.js';
 import type { OutageReporter } from '../queue/outage-reporter.js';
 import { requireToken } from './admin-token.js';
+import { BOARD_UI_CONFIG, keepBoardOnThisSite } from './board-page.js';
 import { allowListedActions } from './dashboard-actions.js';
 import { sendProblem } from './send-problem.js';
 
@@ -67,7 +69,7 @@ export function createAdminRouter({
   const board = createBullBoard({
     queues: [new BullMQAdapter(deliveries, { readOnlyMode: true })],
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'feedback-receiver' } },
+    options: { uiConfig: BOARD_UI_CONFIG },
   });
   const shown = new Set<string>();
   let freshUntil = 0;
@@ -97,7 +99,7 @@ export function createAdminRouter({
   router.post(`${ADMIN_PATH}/api/queues/:queueName/add`, refuseUnsignedJobs);
   router.patch(`${ADMIN_PATH}/api/queues/:queueName/:jobId/update-data`, refuseUnsignedJobs);
   router.use(ADMIN_PATH, allowListedActions(runQueues));
-  router.use(ADMIN_PATH, showNewQueues, serverAdapter.getRouter() as Router);
+  router.use(ADMIN_PATH, keepBoardOnThisSite, showNewQueues, serverAdapter.getRouter() as Router);
   router.use(CONSOLE_PATH, createConsoleRouter(deliveryConsole));
   if (outages) {
     router.use(CONSOLE_PATH, (error: unknown, _req: Request, _res: Response, next: NextFunction) =>

@@ -6,6 +6,7 @@
  */
 import type { Job, Queue } from 'bullmq';
 import { handlerOfRunId, ROUTING, type HandlerRunData, type RunQueues } from './run-queues.js';
+import { failureCause } from './failure-cause.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 
 export interface DeadLetterEntry {
@@ -39,7 +40,9 @@ export interface DeadLetter {
   retryAll(): Promise<number>;
   /**
    * Queues again the failed runs of one group (the console's "retry all" of a handler and
-   * reason), among the newest MOST_IN_A_GROUP_RETRY; returns how many.
+   * cause): those of `handler` whose reason has the cause of `reason` (failure-cause.ts), so any
+   * one of the group's reasons, or its cause, names the whole group. Among the newest
+   * MOST_IN_A_GROUP_RETRY; returns how many.
    */
   retryGroup(group: { handler: string; reason: string }): Promise<number>;
 }
@@ -52,20 +55,37 @@ export const MOST_IN_A_RETRY_ALL = 100_000;
 
 export interface DeadLetterGroup {
   readonly handler: string;
+  /** What its runs' reasons have in common: a reason with its values taken out. */
+  readonly cause: string;
+  /** The reason of its newest run; each run keeps its own. */
   readonly reason: string;
   readonly runs: readonly DeadLetterEntry[];
 }
 
-/** Failed runs by handler and reason, the largest group first. */
+/**
+ * Failed runs by handler and cause, the largest group first (ties: by handler, then cause). The
+ * runs of a group keep the order they came in (the newest first, as `list` gives them).
+ */
 export function groupDeadLetter(entries: readonly DeadLetterEntry[]): DeadLetterGroup[] {
-  const groups = new Map<string, { handler: string; reason: string; runs: DeadLetterEntry[] }>();
+  const groups = new Map<string, DeadLetterGroup & { runs: DeadLetterEntry[] }>();
   for (const entry of entries) {
-    const id = JSON.stringify([entry.handler, entry.reason]);
-    const group = groups.get(id) ?? { handler: entry.handler, reason: entry.reason, runs: [] };
+    const cause = failureCause(entry.reason);
+    const id = JSON.stringify([entry.handler, cause]);
+    const group = groups.get(id) ?? {
+      handler: entry.handler,
+      cause,
+      reason: entry.reason,
+      runs: [],
+    };
     group.runs.push(entry);
     groups.set(id, group);
   }
-  return [...groups.values()].sort((a, b) => b.runs.length - a.runs.length);
+  return [...groups.values()].sort(
+    (a, b) =>
+      b.runs.length - a.runs.length ||
+      a.handler.localeCompare(b.handler) ||
+      a.cause.localeCompare(b.cause),
+  );
 }
 
 export interface DeadLetterOptions {
@@ -154,10 +174,11 @@ export function createDeadLetter({
     },
 
     async retryGroup({ handler, reason }) {
+      const cause = failureCause(reason);
       const entries = await deadLetter.list({ limit: MOST_IN_A_GROUP_RETRY });
       let retried = 0;
       for (const entry of entries) {
-        if (entry.handler !== handler || entry.reason !== reason) continue;
+        if (entry.handler !== handler || failureCause(entry.reason) !== cause) continue;
         if (await deadLetter.retry(entry.id)) retried += 1;
       }
       return retried;

@@ -69,11 +69,11 @@ it('retries every failed run a search finds, after saying how many, and shows th
     await page.getByRole('button', { name: 'Search' }).click();
     expect(await page.locator('table.deliveries tbody tr').count()).toBe(2);
     await page.getByRole('link', { name: 'Retry their failed runs…' }).click();
-    await page.getByText('2 failed run(s) will start again').waitFor();
+    await page.getByText('2 failed runs will start again').waitFor();
     carrierUp = true;
-    await page.getByRole('button', { name: 'Queue 2 run(s)' }).click();
+    await page.getByRole('button', { name: 'Queue 2 runs' }).click();
     // The progress page reloads itself until the action is over.
-    await page.getByText('Done: 2 of 2 run(s) queued.').waitFor();
+    await page.getByText('Done: 2 of 2 runs queued.').waitFor();
     await env.completedRuns(3);
   } finally {
     await context.close();
@@ -96,9 +96,9 @@ it('runs a handler added later on a search result, once the operator confirms th
     await page.getByLabel('Handler').selectOption('label');
     await page.getByLabel('Since').fill('1h');
     await page.getByRole('button', { name: 'Count the runs' }).click();
-    await page.getByText('2 run(s) of label will be queued').waitFor();
-    await page.getByRole('button', { name: 'Queue 2 run(s)' }).click();
-    await page.getByText('Done: 2 of 2 run(s) queued.').waitFor();
+    await page.getByText('2 runs of label will be queued').waitFor();
+    await page.getByRole('button', { name: 'Queue 2 runs' }).click();
+    await page.getByText('Done: 2 of 2 runs queued.').waitFor();
     await eventually(() => expect(labelled.sort()).toEqual(['fb_bb1', 'fb_bb2']));
   } finally {
     await context.close();

@@ -102,10 +102,7 @@ describe('the dashboard at /admin/queues', () => {
     });
     try {
       const page = await context.newPage();
-      // Not 'load': the UI also asks for an outside asset, which this machine cannot reach.
-      await page.goto(`${url}/admin/queues/queue/${runQueueName('notify-team')}?status=failed`, {
-        waitUntil: 'domcontentloaded',
-      });
+      await page.goto(`${url}/admin/queues/queue/${runQueueName('notify-team')}?status=failed`);
       await page.getByText('downstream said no').first().waitFor({ timeout: 15_000 });
       await page.getByRole('button', { name: 'Retry all' }).click();
       await page.getByRole('button', { name: 'Confirm' }).click();
@@ -122,6 +119,32 @@ describe('the dashboard at /admin/queues', () => {
       } finally {
         await queue.close();
       }
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  it('asks no other site for anything, and leads back to the console', async () => {
+    const context = await browser.newContext({
+      httpCredentials: { username: 'admin', password: ADMIN_TOKEN },
+    });
+    try {
+      const page = await context.newPage();
+      const elsewhere: string[] = [];
+      page.on('request', (request) => {
+        if (new URL(request.url()).host !== new URL(url).host) elsewhere.push(request.url());
+      });
+      const response = await page.goto(`${url}/admin/queues`);
+      expect(response?.headers()['content-security-policy']).toContain("font-src 'self'");
+      // bull-board puts its links (uiConfig.miscLinks) in the menu at the header's end.
+      const menu = page.locator('header ul > li:last-child > button[aria-haspopup="menu"]');
+      await menu.waitFor({ timeout: 15_000 });
+      await page.waitForLoadState('networkidle');
+      expect(elsewhere, 'requests to other hosts').toEqual([]);
+      await menu.click();
+      await page.getByRole('menuitem', { name: 'Delivery console' }).click();
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      expect(new URL(page.url()).pathname).toBe('/admin');
     } finally {
       await context.close();
     }

@@ -1,6 +1,7 @@
 /**
- * The console's only assets, served by the receiver itself: a style sheet, and a script that
- * shows times in the reader's local time with the UTC value on hover. The pages work without it.
+ * The console's only assets, served by the receiver itself: a style sheet, a script that shows
+ * times in the reader's local time with the UTC value on hover (the pages work without it), and
+ * an icon.
  */
 export const CONSOLE_CSS = `
 :root { color-scheme: light dark; --muted: #6b7280; --line: #d1d5db; --bad: #b91c1c; --good: #15803d; }
@@ -10,6 +11,7 @@ header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: baseline; paddi
 header .brand { font-weight: 600; text-decoration: none; }
 header nav { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; }
 header nav a { white-space: nowrap; }
+header nav a[aria-current="page"] { font-weight: 600; text-decoration: none; border-bottom: 2px solid currentColor; }
 main { padding: 1rem; max-width: 72rem; margin: 0 auto; }
 h1 { font-size: 1.4rem; overflow-wrap: anywhere; }
 h2 { font-size: 1.1rem; margin-top: 1.5rem; }
@@ -48,6 +50,9 @@ pre.body { padding: 0.75rem; border: 1px solid var(--line); white-space: pre-wra
   tr, td { display: block; }
   tr { border-bottom: 1px solid var(--line); padding: 0.4rem 0; }
   td { border: 0; padding: 0.1rem 0; }
+  /* The header row is hidden here: each cell says what it is. */
+  td[data-label]::before { content: attr(data-label); display: inline-block; min-width: 7.5rem; margin-right: 0.5rem; color: var(--muted); }
+  td[data-label]:empty { display: none; }
   .fields { grid-template-columns: 1fr; }
 }
 `;
@@ -59,7 +64,22 @@ for (const element of document.querySelectorAll('time[datetime]')) {
   element.title = date.toISOString().replace('T', ' ').replace(/\\.\\d+Z$/, ' UTC');
   element.textContent = date.toLocaleString();
 }
+// The chart's minutes (overview.ts): "12:07 UTC" at the start of the text, in local time.
+for (const element of document.querySelectorAll('[data-minute]')) {
+  const date = new Date(element.getAttribute('data-minute'));
+  if (Number.isNaN(date.getTime())) continue;
+  const local = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  element.textContent = element.textContent.trim().replace(/^\\d\\d:\\d\\d UTC/, local);
+}
 // A page of something under way (a bulk action's progress) shows it again after a while.
 const reload = document.querySelector('[data-reload-after]');
 if (reload) setTimeout(() => location.reload(), Number(reload.getAttribute('data-reload-after')) * 1000);
+`;
+
+/** An envelope: deliveries received. Also bull-board's icon (admin-dashboard.ts). */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
+<rect width="32" height="32" rx="6" fill="#2563eb"/>
+<path d="M6 10h20v13H6z" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/>
+<path d="M6 10l10 8 10-8" fill="none" stroke="#fff" stroke-width="2" stroke-linejoin="round"/>
+</svg>
 `;

@@ -6,6 +6,7 @@ import type { BulkPlan, BulkProgress, BulkSelection } from '../../runs/bulk-acti
 import type { DeliveryQuery } from '../../runs/delivery-log.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout } from './pages.js';
+import { noun, plural } from './plural.js';
 
 export const BULK_PATH = `${CONSOLE_PATH}/deliveries/bulk`;
 
@@ -23,15 +24,18 @@ function fieldsOf(selection: BulkSelection & { since?: string | undefined }): [s
   );
 }
 
-/** Under a search result: retry its failed runs, or run a handler on it. */
-export function bulkOffer(query: DeliveryQuery): Html {
+/**
+ * Under a search result: retry its failed runs (only when it holds some: `failedRuns`), or run a
+ * handler on it.
+ */
+export function bulkOffer(query: DeliveryQuery, failedRuns: boolean): Html {
   if (query.state === 'quarantined' || query.state === 'waiting') return html``;
   const search = { q: query.q, state: query.state };
   const link = (action: BulkSelection['action']) =>
     `${BULK_PATH}?${new URLSearchParams(fieldsOf({ action, ...search })).toString()}`;
   return html`<p class="bulk">
     Act on every delivery this search finds:
-    <a class="button" href="${link('retry')}">Retry their failed runs…</a>
+    ${failedRuns ? html`<a class="button" href="${link('retry')}">Retry their failed runs…</a>` : ''}
     <a class="button" href="${link('run-again')}">Run a handler on them…</a>
   </p>`;
 }
@@ -45,6 +49,7 @@ const DESCRIPTIONS = {
 export function bulkChooseHandlerPage(selection: BulkSelection, handlers: readonly string[]): Html {
   return layout(
     'Run a handler on a search result',
+    'deliveries',
     html`<h1>Run a handler on a search result</h1>
       ${searchLine(selection)}
       ${
@@ -73,11 +78,14 @@ export function bulkConfirmPage(plan: BulkPlan, since: string | undefined): Html
   const { selection } = plan;
   const what =
     selection.action === 'retry'
-      ? html`<strong>${plan.runs}</strong> failed run(s) will start again, with all their attempts.`
-      : html`<strong>${plan.runs}</strong> run(s) of <strong>${selection.handler}</strong> will be
-          queued, one per delivery whose whole record is still kept.`;
+      ? html`<strong>${plan.runs}</strong> failed ${noun(plan.runs, 'run')} will start again, with
+          all ${plan.runs === 1 ? 'its' : 'their'} attempts.`
+      : html`<strong>${plan.runs}</strong> ${noun(plan.runs, 'run')} of
+          <strong>${selection.handler}</strong> will be queued, one per delivery whose whole record
+          is still kept.`;
   return layout(
     DESCRIPTIONS[selection.action],
+    'deliveries',
     html`<h1>${DESCRIPTIONS[selection.action]}?</h1>
       ${searchLine(selection, since)}
       <p>${plan.deliveries} deliver${plan.deliveries === 1 ? 'y' : 'ies'} found. ${what}</p>
@@ -95,7 +103,7 @@ export function bulkConfirmPage(plan: BulkPlan, since: string | undefined): Html
           : html`<form method="post" action="${BULK_PATH}">
               ${hidden(fieldsOf({ ...selection, since }))}
               <input type="hidden" name="confirm" value="yes" />
-              <button type="submit">Queue ${plan.runs} run(s)</button>
+              <button type="submit">Queue ${plural(plan.runs, 'run')}</button>
             </form>`
       }
       <p><a href="${CONSOLE_PATH}/deliveries">Back to the deliveries</a></p>`,
@@ -107,6 +115,7 @@ export function bulkProgressPage(progress: BulkProgress): Html {
   const running = progress.state === 'running';
   return layout(
     'Bulk action',
+    'deliveries',
     html`<h1>${DESCRIPTIONS[progress.selection.action]}</h1>
       ${searchLine(progress.selection)}
       <p
@@ -115,7 +124,7 @@ export function bulkProgressPage(progress: BulkProgress): Html {
         ${running ? html`data-reload-after="2"` : ''}
       >
         ${running ? 'Queuing' : progress.state === 'done' ? 'Done' : 'Stopped'}:
-        <strong>${progress.queued}</strong> of ${progress.total} run(s)
+        <strong>${progress.queued}</strong> of ${plural(progress.total, 'run')}
         queued${
           progress.skipped > 0 ? html`, ${progress.skipped} skipped (under way or gone)` : ''
         }.

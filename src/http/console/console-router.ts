@@ -6,6 +6,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { sendProblem } from '../send-problem.js';
 import { readBulkSelection } from '../../runs/bulk-selection.js';
+import type { DeliveryLog, DeliveryPage, DeliveryQuery } from '../../runs/delivery-log.js';
 import { createAdminApi, planned } from './admin-api.js';
 import {
   BULK_PATH,
@@ -15,7 +16,7 @@ import {
   bulkProgressPage,
 } from './bulk-pages.js';
 import type { ConsoleSources } from './console-sources.js';
-import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
+import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
 import { overviewPage, readDeadLetter, readOverview, readQuarantine } from './overview.js';
 import type { Html } from './html.js';
@@ -44,6 +45,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
 
   router.get('/assets/console.css', (_req, res) => asset(res, 'text/css', CONSOLE_CSS));
   router.get('/assets/console.js', (_req, res) => asset(res, 'text/javascript', CONSOLE_JS));
+  router.get('/assets/favicon.svg', (_req, res) => asset(res, 'image/svg+xml', FAVICON_SVG));
 
   router.get('/', async (_req, res) => {
     page(res, 200, overviewPage(await readOverview(sources)));
@@ -53,7 +55,8 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     const check = readDeliveriesQuery(req.query);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const found = await deliveryLog.list(check.query);
-    page(res, 200, deliveriesPage(found, check.query, bulkOffer(check.query)));
+    const failedRuns = await holdsFailedRuns(deliveryLog, check.query, found);
+    page(res, 200, deliveriesPage(found, check.query, bulkOffer(check.query, failedRuns)));
   });
 
   // A bulk action: choose (run-again's handler), confirm with the count, then follow it.
@@ -174,6 +177,25 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   });
 
   return router;
+}
+
+/**
+ * Whether a search's result holds a delivery with a failed run, so that retrying them does
+ * something. Read from the page when the page is the whole result; else one more search, under
+ * the `failed` filter, for one delivery.
+ */
+async function holdsFailedRuns(
+  deliveryLog: DeliveryLog,
+  query: DeliveryQuery,
+  found: DeliveryPage,
+): Promise<boolean> {
+  if (query.state === 'failed') return found.total > 0;
+  if (query.state !== undefined || found.total === 0) return false;
+  if (query.offset === 0 && found.deliveries.length >= found.total) {
+    return found.deliveries.some((delivery) => delivery.state === 'failed');
+  }
+  const failed = await deliveryLog.list({ q: query.q, state: 'failed', offset: 0, limit: 1 });
+  return failed.total > 0;
 }
 
 /** After a form's POST, back to its page with what happened (303: the browser GETs it). */

@@ -1,12 +1,13 @@
 /**
  * The console's pages for what waits for an operator: the quarantine (bodies that could not be
  * read, shown byte for byte) and the dead letter (runs that failed for good, by handler and
- * reason). Their buttons are POST forms to this site; see console-router.ts.
+ * cause). Their buttons are POST forms to this site; see console-router.ts.
  */
 import type { DeadLetterGroup } from '../../runs/dead-letter.js';
 import type { QuarantineEntry, QuarantineSummary } from '../../queue/quarantine.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout, time } from './pages.js';
+import { plural } from './plural.js';
 import { byteLabel, visibleBytes } from './visible-bytes.js';
 
 /** What an action did, as the page after it says (a fixed set: nothing of a request is echoed). */
@@ -32,6 +33,7 @@ export function quarantinePage(
 ): Html {
   return layout(
     'Quarantine',
+    'quarantine',
     html`<h1>Quarantine</h1>
       ${notice(done)}
       <p class="meta">
@@ -54,14 +56,14 @@ export function quarantinePage(
                 ${entries.map(
                   (entry) =>
                     html`<tr>
-                      <td>
+                      <td data-label="Received">
                         <a href="${CONSOLE_PATH}/quarantine/${encodeURIComponent(entry.id)}"
                           >${time(entry.receivedAt)}</a
                         >
                       </td>
-                      <td>${entry.reason}</td>
-                      <td>${issuesText(entry.issues)}</td>
-                      <td>${entry.size} bytes</td>
+                      <td data-label="Reason">${entry.reason}</td>
+                      <td data-label="Issues">${issuesText(entry.issues)}</td>
+                      <td data-label="Size">${plural(entry.size, 'byte')}</td>
                     </tr>`,
                 )}
               </tbody>
@@ -74,6 +76,7 @@ export function quarantineEntryPage(entry: QuarantineEntry): Html {
   const action = `${CONSOLE_PATH}/quarantine/${encodeURIComponent(entry.id)}`;
   return layout(
     'Quarantined delivery',
+    'quarantine',
     html`<h1>Quarantined delivery</h1>
       <p class="meta">
         ${entry.reason} · received ${time(entry.receivedAt)} · <code>${entry.id}</code>
@@ -117,6 +120,7 @@ export function deadLetterPage(
   const shown = groups.reduce((sum, group) => sum + group.runs.length, 0);
   return layout(
     'Dead letter',
+    'dead-letter',
     html`<h1>Dead letter</h1>
       ${notice(done)}
       <p class="meta">
@@ -129,8 +133,8 @@ export function deadLetterPage(
           : groups.map(
               (group) =>
                 html`<section class="group">
-                  <h2>${group.handler} · ${group.runs.length} run(s)</h2>
-                  <p class="error">${group.reason}</p>
+                  <h2>${group.handler} · ${plural(group.runs.length, 'run')}</h2>
+                  <p class="error">${group.cause}</p>
                   <form method="post" action="${CONSOLE_PATH}/dead-letter/retry">
                     <input type="hidden" name="handler" value="${group.handler}" />
                     <input type="hidden" name="reason" value="${group.reason}" />
@@ -144,7 +148,7 @@ export function deadLetterPage(
                             href="${CONSOLE_PATH}/deliveries/${encodeURIComponent(run.deliveryKey)}"
                             >${run.deliveryKey || run.id}</a
                           >
-                          · ${run.attempts} attempt(s)
+                          · ${plural(run.attempts, 'attempt')}
                           ${run.failedAt ? html`· failed ${time(run.failedAt)}` : ''}
                           <form
                             method="post"
@@ -152,6 +156,12 @@ export function deadLetterPage(
                           >
                             <button type="submit">Retry</button>
                           </form>
+                          ${
+                            // The cause above says it all when nothing was taken out of it.
+                            run.reason === group.cause
+                              ? ''
+                              : html`<p class="error">${run.reason}</p>`
+                          }
                         </li>`,
                     )}
                   </ul>

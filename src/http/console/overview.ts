@@ -9,6 +9,7 @@ import type { QuarantineSummary } from '../../queue/quarantine.js';
 import type { ConsoleSources } from './console-sources.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout } from './pages.js';
+import { plural } from './plural.js';
 
 export interface Overview {
   readonly stats: StatsSnapshot;
@@ -70,6 +71,7 @@ export function overviewPage(overview: Overview): Html {
   const { stats } = overview;
   return layout(
     'Overview',
+    'overview',
     html`<h1>Overview</h1>
       <section class="tiles">
         ${outcomesTile('Last hour', stats.lastHour)} ${outcomesTile('Last 24 hours', stats.lastDay)}
@@ -101,11 +103,11 @@ export function overviewPage(overview: Overview): Html {
               ${overview.queues.map(
                 ({ name, counts }) =>
                   html`<tr>
-                    <td>${name}</td>
-                    <td>${counts.waiting ?? 0}</td>
-                    <td>${counts.active ?? 0}</td>
-                    <td>${counts.delayed ?? 0}</td>
-                    <td>${counts.failed ?? 0}</td>
+                    <td data-label="Queue">${name}</td>
+                    <td data-label="Waiting">${counts.waiting ?? 0}</td>
+                    <td data-label="Active">${counts.active ?? 0}</td>
+                    <td data-label="Delayed">${counts.delayed ?? 0}</td>
+                    <td data-label="Failed">${counts.failed ?? 0}</td>
                   </tr>`,
               )}
             </tbody>
@@ -171,9 +173,11 @@ function secretsTile(stats: StatsSnapshot): Html {
                   .map(
                     (index) =>
                       html`<tr>
-                        <td>#${index + 1}${index === 0 ? ' (the first in WEBHOOK_SECRET)' : ''}</td>
-                        <td>${stats.lastHour[`secret:${index}`] ?? 0}</td>
-                        <td>${stats.lastDay[`secret:${index}`] ?? 0}</td>
+                        <td data-label="Secret">
+                          #${index + 1}${index === 0 ? ' (the first in WEBHOOK_SECRET)' : ''}
+                        </td>
+                        <td data-label="Last hour">${stats.lastHour[`secret:${index}`] ?? 0}</td>
+                        <td data-label="Last 24 hours">${stats.lastDay[`secret:${index}`] ?? 0}</td>
                       </tr>`,
                   )}
               </tbody>
@@ -190,7 +194,10 @@ function total(counts: Counts): number {
     .reduce((sum, [, count]) => sum + count, 0);
 }
 
-/** Bars drawn on the server as SVG: numbers only, no script, nothing loaded. */
+/**
+ * Bars drawn on the server as SVG: numbers only, nothing loaded. Its minutes are written in UTC
+ * and marked `data-minute`, which the page's script shows in local time, as every time.
+ */
 function perMinuteChart(perMinute: StatsSnapshot['perMinute']): Html {
   const totals = perMinute.map(({ counts }) => total(counts));
   const highest = Math.max(1, ...totals);
@@ -209,10 +216,14 @@ function perMinuteChart(perMinute: StatsSnapshot['perMinute']): Html {
         width="${bar - 2}"
         height="${barHeight}"
       >
-        <title>${minute.slice(11, 16)} UTC: ${totals[index]} deliveries</title>
+        <title data-minute="${minute}">
+          ${minute.slice(11, 16)} UTC: ${plural(totals[index]!, 'delivery', 'deliveries')}
+        </title>
       </rect>`;
     })}
-    <text x="0" y="${height + 14}">${perMinute[0]?.minute.slice(11, 16)} UTC</text>
+    <text x="0" y="${height + 14}" data-minute="${perMinute[0]?.minute}">
+      ${perMinute[0]?.minute.slice(11, 16)} UTC
+    </text>
     <text x="${width}" y="${height + 14}" text-anchor="end">now</text>
   </svg>`;
 }

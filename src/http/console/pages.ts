@@ -12,6 +12,7 @@ import type {
 } from '../../runs/delivery-log.js';
 import { DELIVERY_FILTERS, type DeliveryFilter } from '../../runs/delivery-log.js';
 import { html, safeHref, type Html } from './html.js';
+import { plural } from './plural.js';
 
 export const CONSOLE_PATH = '/admin';
 
@@ -27,13 +28,28 @@ export const CONSOLE_CSP = [
   "base-uri 'none'",
 ].join('; ');
 
-export function layout(title: string, body: Html): Html {
+/** The console's sections, as its navigation lists them; bull-board's Queues is the last. */
+const SECTIONS = [
+  ['overview', 'Overview', CONSOLE_PATH],
+  ['deliveries', 'Deliveries', `${CONSOLE_PATH}/deliveries`],
+  ['quarantine', 'Quarantine', `${CONSOLE_PATH}/quarantine`],
+  ['dead-letter', 'Dead letter', `${CONSOLE_PATH}/dead-letter`],
+  ['queues', 'Queues', `${CONSOLE_PATH}/queues`],
+] as const;
+export type Section = (typeof SECTIONS)[number][0];
+
+/** The console's icon, served as an asset (console-router.ts): no request for /favicon.ico. */
+export const FAVICON_PATH = `${CONSOLE_PATH}/assets/favicon.svg`;
+
+/** A page of the console; `section`: the one the navigation marks as the reader's. */
+export function layout(title: string, section: Section, body: Html): Html {
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>${title} · feedback-receiver</title>
+        <link rel="icon" href="${FAVICON_PATH}" type="image/svg+xml" />
         <link rel="stylesheet" href="${CONSOLE_PATH}/assets/console.css" />
         <script src="${CONSOLE_PATH}/assets/console.js" defer></script>
       </head>
@@ -41,11 +57,12 @@ export function layout(title: string, body: Html): Html {
         <header>
           <a class="brand" href="${CONSOLE_PATH}">feedback-receiver</a>
           <nav>
-            <a href="${CONSOLE_PATH}">Overview</a>
-            <a href="${CONSOLE_PATH}/deliveries">Deliveries</a>
-            <a href="${CONSOLE_PATH}/quarantine">Quarantine</a>
-            <a href="${CONSOLE_PATH}/dead-letter">Dead letter</a>
-            <a href="${CONSOLE_PATH}/queues">Queues</a>
+            ${SECTIONS.map(
+              ([name, label, href]) =>
+                html`<a href="${href}" ${name === section ? html`aria-current="page"` : ''}
+                  >${label}</a
+                >`,
+            )}
           </nav>
         </header>
         <main>${body}</main>
@@ -58,26 +75,26 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery, actions
   const rows = page.deliveries.map((delivery) =>
     delivery.state === 'quarantined'
       ? html`<tr>
-          <td>${time(delivery.receivedAt)}</td>
-          <td>
+          <td data-label="Received">${time(delivery.receivedAt)}</td>
+          <td data-label="Title">
             <a href="${CONSOLE_PATH}/quarantine/${encodeURIComponent(delivery.id)}"
               >${delivery.deliveryId ?? delivery.id}</a
             >
           </td>
-          <td></td>
-          <td></td>
-          <td>${state('quarantined')} ${delivery.reason}</td>
+          <td data-label="Project"></td>
+          <td data-label="Rating"></td>
+          <td data-label="Handlers">${state('quarantined')} ${delivery.reason}</td>
         </tr>`
       : html`<tr>
-          <td>${time(delivery.receivedAt)}</td>
-          <td>
+          <td data-label="Received">${time(delivery.receivedAt)}</td>
+          <td data-label="Title">
             <a href="${deliveryHref(delivery.key)}"
               >${delivery.record.title || delivery.record.id}</a
             >
           </td>
-          <td>${delivery.record.project_id}</td>
-          <td>${delivery.record.rating}</td>
-          <td>${state(delivery.state)} ${delivery.runs.map(runBadge)}</td>
+          <td data-label="Project">${delivery.record.project_id}</td>
+          <td data-label="Rating">${delivery.record.rating}</td>
+          <td data-label="Handlers">${state(delivery.state)} ${delivery.runs.map(runBadge)}</td>
         </tr>`,
   );
   const empty =
@@ -90,6 +107,7 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery, actions
           </p>`;
   return layout(
     'Deliveries',
+    'deliveries',
     html`<h1>Deliveries</h1>
       <form class="search" method="get" action="${CONSOLE_PATH}/deliveries">
         <input
@@ -149,6 +167,7 @@ export function deliveryPage(
   const geo = context?.geo;
   return layout(
     record.title || record.id,
+    'deliveries',
     html`<h1>${record.title || record.id}</h1>
       ${done ?? ''}
       <p class="meta">
@@ -266,6 +285,7 @@ export function notFoundPage(
 ): Html {
   return layout(
     'Not found',
+    what === 'quarantine entry' ? 'quarantine' : 'deliveries',
     html`<h1>Not found</h1>
       <p class="empty">
         No ${what} <code>${id}</code> is kept.
@@ -298,10 +318,20 @@ function runBadge(run: Pick<RunView, 'handler' | 'state' | 'reason'>): Html {
   >`;
 }
 
-/** What happened to the delivery, in order, from what the queues keep. */
+interface TimelineEvent {
+  readonly at: string;
+  readonly what: Html | string;
+}
+
+/**
+ * What happened to the delivery, in the order one thing made the next: received, queued, taken,
+ * routed, then the runs routing made. The stamps come from more than one clock (the receiver's,
+ * the worker's), and routing is stamped when its job ends, after it queued the runs, so a run
+ * may start before that stamp: the stamps order events only within the runs.
+ */
 function timeline(delivery: DeliveryView): Html {
   const { receipt } = delivery;
-  const events: { at: string; what: Html | string }[] = [
+  const before: TimelineEvent[] = [
     {
       at: delivery.receivedAt,
       what: receipt
@@ -309,33 +339,61 @@ function timeline(delivery: DeliveryView): Html {
         : 'received',
     },
   ];
-  if (delivery.queuedAt) events.push({ at: delivery.queuedAt, what: 'queued' });
-  if (delivery.takenAt) events.push({ at: delivery.takenAt, what: 'taken by a worker' });
+  if (delivery.queuedAt) before.push({ at: delivery.queuedAt, what: 'queued' });
+  if (delivery.takenAt) before.push({ at: delivery.takenAt, what: 'taken by a worker' });
   if (delivery.routedAt) {
-    events.push({
+    before.push({
       at: delivery.routedAt,
       what: `routed to ${delivery.runs.map((run) => run.handler).join(', ') || 'no handler'}`,
     });
   }
-  for (const run of delivery.runs) {
-    for (const attempt of run.history) {
-      events.push({ at: attempt.startedAt, what: attemptLine(run.handler, attempt) });
-    }
-    // A run made by an older version has no attempt records: how it ended, as BullMQ keeps it.
-    if (run.history.length === 0 && run.finishedAt) {
-      events.push({
-        at: run.finishedAt,
-        what: html`${run.handler} ${run.state} after ${run.attempts ?? 1}
-        attempt(s)${run.reason ? html`: <span class="error">${run.reason}</span>` : ''}`,
-      });
-    }
-  }
-  events.sort((a, b) => a.at.localeCompare(b.at));
   const waiting = delivery.runs.filter((run) => run.state === 'pending');
   return html`<ol class="timeline">
-    ${events.map(({ at, what }) => html`<li>${time(at)} ${what}</li>`)}
+    ${[...before, ...runEvents(delivery.runs)].map(({ at, what }) => html`<li>${time(at)} ${what}</li>`)}
     ${waiting.map((run) => html`<li>${run.handler}: waiting for its next attempt</li>`)}
   </ol>`;
+}
+
+/**
+ * The runs' events: each run's in its own order (its attempts as recorded, oldest first), the
+ * runs interleaved by time; at one time, by handler name.
+ */
+function runEvents(runs: readonly RunView[]): TimelineEvent[] {
+  const lanes = runs.map((run) => ({ handler: run.handler, events: eventsOfRun(run) }));
+  const merged: TimelineEvent[] = [];
+  for (;;) {
+    let next: (typeof lanes)[number] | undefined;
+    for (const lane of lanes) {
+      const head = lane.events[0];
+      if (head === undefined) continue;
+      const best = next?.events[0];
+      if (
+        best === undefined ||
+        head.at < best.at ||
+        (head.at === best.at && lane.handler < next!.handler)
+      ) {
+        next = lane;
+      }
+    }
+    if (next === undefined) return merged;
+    merged.push(next.events.shift()!);
+  }
+}
+
+function eventsOfRun(run: RunView): TimelineEvent[] {
+  const events: TimelineEvent[] = run.history.map((attempt) => ({
+    at: attempt.startedAt,
+    what: attemptLine(run.handler, attempt),
+  }));
+  // A run made by an older version has no attempt records: how it ended, as BullMQ keeps it.
+  if (run.history.length === 0 && run.finishedAt) {
+    events.push({
+      at: run.finishedAt,
+      what: html`${run.handler} ${run.state} after
+      ${plural(run.attempts ?? 1, 'attempt')}${run.reason ? html`: <span class="error">${run.reason}</span>` : ''}`,
+    });
+  }
+  return events;
 }
 
 const ATTEMPT_OUTCOMES: Record<AttemptRecord['outcome'], string> = {
@@ -356,7 +414,7 @@ function runItem(key: string, run: RunView): Html {
   const triage = triageResult(run.result);
   return html`<li class="run-${run.state}">
     <strong>${run.handler}</strong> ${run.state}
-    ${run.attempts ? html`after ${run.attempts} attempt(s)` : ''}
+    ${run.attempts ? html`after ${plural(run.attempts, 'attempt')}` : ''}
     ${run.finishedAt ? html`at ${time(run.finishedAt)}` : ''}
     ${run.reason ? html`<p class="error">${run.reason}</p>` : ''}
     ${
@@ -378,24 +436,7 @@ function runItem(key: string, run: RunView): Html {
           >`
         : ''
     }
-    ${
-      triage
-        ? html`<p>
-            Rules that fired: ${triage.matched.length > 0 ? triage.matched.join(', ') : 'none'}.
-            ${
-              triage.patch
-                ? html`${triage.sent ? 'Sent' : 'Would send'}
-                    <code>PATCH ${JSON.stringify(triage.patch)}</code>`
-                : ''
-            }
-            ${
-              triage.answer
-                ? html`The API answered with <code>${JSON.stringify(triage.answer)}</code>.`
-                : ''
-            }
-          </p>`
-        : ''
-    }
+    ${triage ? triageSummary(triage) : ''}
   </li>`;
 }
 
@@ -409,6 +450,7 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
   if (completed.length === 0) {
     return layout(
       'Run again',
+      'deliveries',
       html`<h1>Run again</h1>
         <p class="empty">
           ${handler ? html`No completed run of <strong>${handler}</strong>` : 'No completed run'} on
@@ -419,6 +461,7 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
   }
   return layout(
     'Run again',
+    'deliveries',
     html`<h1>Run again?</h1>
       <p>
         ${completed.map((run) => html`<strong>${run.handler}</strong> `)} will run again on
@@ -436,13 +479,18 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
   );
 }
 
+type TriageSummary = {
+  matched: string[];
+  patch: unknown;
+  sent: boolean | undefined;
+  answer: unknown;
+};
+
 /**
  * What auto-triage returns: the rules that matched, the fields it set, whether it sent them, and
- * the API's answer.
+ * the API's answer. `sent` is undefined when the history kept too little of the result to say.
  */
-function triageResult(
-  result: unknown,
-): { matched: string[]; patch: unknown; sent: boolean; answer: unknown } | undefined {
+function triageResult(result: unknown): TriageSummary | undefined {
   if (typeof result !== 'object' || result === null || !('matched' in result)) return undefined;
   const { matched, patch, sent, answer } = result as {
     matched: unknown;
@@ -451,7 +499,36 @@ function triageResult(
     answer?: unknown;
   };
   if (!Array.isArray(matched)) return undefined;
-  return { matched: matched.map(String), patch, sent: sent === true, answer };
+  return {
+    matched: matched.map(String),
+    patch,
+    sent: typeof sent === 'boolean' ? sent : undefined,
+    answer,
+  };
+}
+
+/**
+ * What auto-triage did, in sentences. Auto-triage leaves a PATCH unsent only in dry run, when no
+ * rule fired, or when the record already had what the rules set (triage-handler.ts): only the
+ * first is "would send".
+ */
+function triageSummary({ matched, patch, sent, answer }: TriageSummary): Html {
+  if (matched.length === 0) return html`<p>No rule fired; nothing was sent.</p>`;
+  const fired = html`Rules that fired: ${matched.join(', ')}.`;
+  const fields = typeof patch === 'object' && patch !== null ? Object.keys(patch).length : 0;
+  const request = html`<code>PATCH ${JSON.stringify(patch)}</code>`;
+  if (fields === 0) {
+    return html`<p>${fired} The record already had what they set; nothing was sent.</p>`;
+  }
+  if (sent === true) {
+    return html`<p>
+      ${fired} Sent ${request}.
+      ${answer === undefined ? '' : html`The API answered with <code>${JSON.stringify(answer)}</code>.`}
+    </p>`;
+  }
+  if (sent === false)
+    return html`<p>${fired} Would send ${request} (dry run: nothing was sent).</p>`;
+  return html`<p>${fired} Its fields: ${request}.</p>`;
 }
 
 function fields(rows: readonly (readonly [string, unknown])[]): Html {
