@@ -93,6 +93,11 @@ async function startOn(
     })
     .finally(() => stopPinging.abort());
   if (outcome === 'exited') return 'exited';
+  // However this process ends (an error after start-up, a second Ctrl-C that exits at once), the
+  // redis-server it started ends with it, instead of running on with nobody to stop it.
+  const stopWithProcess = () => void child.kill('SIGTERM');
+  process.on('exit', stopWithProcess);
+  void exited.then(() => process.off('exit', stopWithProcess));
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
