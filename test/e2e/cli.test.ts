@@ -299,8 +299,15 @@ describe('feedback-receiver usage', () => {
     ['quarantine', 'list'],
     ['quarantine', 'show'],
     ['quarantine', 'replay'],
+    ['runs', 'upgrade'],
     ['sandbox'],
     ['demo'],
+    ['healthcheck'],
+    // The groups: their commands, each with its summary.
+    ['hooks'],
+    ['deliveries'],
+    ['quarantine'],
+    ['runs'],
   ];
 
   it.each(commands)('has help for %s', async (...command) => {
@@ -309,10 +316,29 @@ describe('feedback-receiver usage', () => {
     expect(result.output).toMatch(new RegExp(`^Usage: feedback-receiver ${command.join(' ')}`));
   });
 
+  it('answers no command at all with the help, on stderr, and exit code 2', async () => {
+    const run = runCli([], {});
+    let stdout = '';
+    run.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    expect(await run.exited()).toBe(2);
+    expect(stdout).toBe('');
+    expect(run.output()).toMatch(/^Usage: feedback-receiver <command>/);
+  });
+
   it.each([
     [['hooks'], /hooks needs one of: register/],
-    [['send', '--bogus'], /Unknown option '--bogus'/],
-    [['quarantine', 'show'], /quarantine show takes 1 argument\(s\), got 0/],
+    [
+      ['send', '--bogus'],
+      /^feedback-receiver: send has no option --bogus; see feedback-receiver send --help\n$/,
+    ],
+    [['send', '--url'], /--url needs a value; see feedback-receiver send --help/],
+    [['quarantine', 'replay', '--all=yes'], /--all takes no value/],
+    [['quarantine', 'show'], /quarantine show takes 1 argument, got 0/],
+    [['quarantine', 'replay', 'a', 'b'], /quarantine replay takes at most 1 argument, got 2/],
+    [
+      ['send', '--url', 'http://127.0.0.1:1'],
+      /send signs with the receiver's secret: set WEBHOOK_SECRET \(or WEBHOOK_SECRET_FILE/,
+    ],
     [['hooks', 'register', '--project', 'p'], /hooks register needs --url/],
     [
       ['hooks', 'register', '--project', 'p', '--url', 'https://x.example', '--secret', 's'],
