@@ -137,6 +137,7 @@ export async function startWorker(
     watchdogMs: config.watchdogSeconds * 1000,
     retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
     metrics,
+    dryRun: config.triage?.dryRun === true,
   });
   metrics.watchQueues(async () => [runtime.deliveries, ...(await runtime.runQueues.all())]);
   running = true;
