@@ -105,7 +105,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     const planned = await vi.waitFor(
       async () => {
         const result = await cli([...args, '--q', record.id], redisEnv());
-        expect(result.output).toContain('1 delivery found; 1 run(s) of auto-triage to queue');
+        expect(result.output).toContain('1 delivery found; 1 run of auto-triage to queue');
         return result;
       },
       { timeout: 10_000 },
@@ -114,7 +114,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(planned.output).toContain('Nothing queued: add --yes to queue them.');
     const queued = await cli([...args, '--q', record.id, '--yes'], redisEnv());
     expect(queued).toMatchObject({ code: 0 });
-    expect(queued.output).toContain('Queued 1 run(s).');
+    expect(queued.output).toContain('Queued 1 run.');
     const unknown = await cli(['deliveries', 'run-again', '--handler', 'nobody'], redisEnv());
     expect(unknown.code).toBe(1);
     expect(unknown.output).toMatch(/no worker has started with a handler named "nobody"/);
@@ -260,7 +260,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
       { timeout: 5_000 },
     );
     expect(failed.code).toBe(0);
-    expect(failed.output).toContain('1 attempt(s)');
+    expect(failed.output).toContain(', 1 attempt, failed');
     expect(failed.output).toMatch(/The feedback API found nothing at PATCH .* \(404\)/);
     const runId = new RegExp(`^(\\S+)\\n  handler auto-triage, delivery ${key}`, 'm').exec(
       failed.output,
