@@ -8,8 +8,8 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli-process.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { reportedUrl, runCli } from '../helpers/cli-process.js';
 
 const RULES = fileURLToPath(new URL('../../examples/triage-rules.jsonc', import.meta.url));
 
@@ -69,5 +69,35 @@ describe.runIf(process.platform === 'linux')('feedback-receiver start that fails
     expect(await start.exited(), start.output()).toBe(1);
     expect(start.output()).toMatch(message);
     expect(await processesIn(join(cwd, '.feedback-receiver/redis'))).toEqual([]);
+  });
+
+  it('stops its redis-server when a second Ctrl-C ends it at once', async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'start-interrupted-'));
+    const start = runCli(
+      ['start'],
+      {
+        WEBHOOK_SECRET: 'start-secret',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        TRIAGE_RULES: RULES,
+        TRIAGE_DRY_RUN: 'true',
+      },
+      { cwd },
+    );
+    await reportedUrl(start, 'receiver listening');
+    const dir = join(cwd, '.feedback-receiver/redis');
+    const [redisPid] = await processesIn(dir);
+    expect(redisPid, 'its redis-server').toBeDefined();
+    // Paused, its Redis holds the shutdown up, so the second Ctrl-C surely comes during it.
+    process.kill(Number(redisPid), 'SIGSTOP');
+    start.child.kill('SIGINT');
+    await vi.waitFor(() =>
+      expect(start.output()).toContain('shutting down the receiver and worker'),
+    );
+    start.child.kill('SIGINT');
+    expect(await start.exited(), start.output()).toBe(1);
+    expect(start.output()).toContain('second signal: exiting now');
+    // Told to stop as the process ended; it ends a moment later, having written its data.
+    await vi.waitFor(async () => expect(await processesIn(dir)).toEqual([]), { timeout: 10_000 });
   });
 });
