@@ -95,7 +95,7 @@ export function createMetrics({
     }),
     secretMatches: new Counter({
       name: 'feedback_receiver_secret_matches_total',
-      help: 'Signatures accepted, by the position of the secret that matched; an old secret whose count stops growing can be retired.',
+      help: 'Signatures accepted, by the secret that matched, numbered from 1 in the order of WEBHOOK_SECRET; an old secret whose count stops growing can be retired.',
       labelNames: ['index'],
       registers,
     }),

@@ -36,6 +36,12 @@ export interface StartWorkerOptions {
   /** Handlers given in code, in addition to HANDLERS and the built-ins. */
   readonly handlers?: readonly Handler[];
   /**
+   * The handlers `resolveHandlers` gave, for a caller that checked the settings before starting
+   * anything else (`start`, before its redis-server); HANDLERS and TRIAGE_RULES are then not read
+   * again. Default: resolved here.
+   */
+  readonly resolvedHandlers?: readonly Handler[];
+  /**
    * The window of FEEDBACK_API_RATE_LIMIT. Default: 60 000, the API's minute; benchmarks and
    * tests scale it down to keep their runs short.
    */
@@ -76,7 +82,7 @@ export async function startWorker(
   logger: Logger,
   options: StartWorkerOptions = {},
 ): Promise<StartedWorker> {
-  const handlers = await resolveHandlers(config, options.handlers);
+  const handlers = options.resolvedHandlers ?? (await resolveHandlers(config, options.handlers));
   const connection = createWorkerConnection(config.redisUrl, logger);
   // A REDIS_URL that is wrong or unreachable stops the process now, instead of a worker that
   // waits forever.
@@ -131,6 +137,7 @@ export async function startWorker(
     watchdogMs: config.watchdogSeconds * 1000,
     retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
     metrics,
+    dryRun: config.triage?.dryRun === true,
   });
   metrics.watchQueues(async () => [runtime.deliveries, ...(await runtime.runQueues.all())]);
   running = true;

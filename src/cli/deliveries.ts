@@ -1,6 +1,8 @@
 import { readBulkSelection } from '../runs/bulk-selection.js';
 import { LIMIT_OPTION, parseLimit, requireOption, UsageError, type Command } from './command.js';
+import { plural } from './plural.js';
 import { withQueues } from './redis-for-cli.js';
+import { terminalText } from './terminal-text.js';
 
 export const deliveriesFailedCommand: Command = {
   name: 'deliveries failed',
@@ -21,7 +23,7 @@ run id, handler, delivery key, attempts, when, and why.`,
       }
       for (const entry of entries) {
         console.log(
-          `${entry.id}\n  handler ${entry.handler}, delivery ${entry.deliveryKey}, ${entry.attempts} attempt(s), failed ${entry.failedAt ?? '?'}\n  ${entry.reason}`,
+          `${entry.id}\n  handler ${entry.handler}, delivery ${terminalText(entry.deliveryKey)}, ${plural(entry.attempts, 'attempt')}, failed ${entry.failedAt ?? '?'}\n  ${terminalText(entry.reason)}`,
         );
       }
       console.log(
@@ -48,7 +50,7 @@ Queues failed handler runs again, with fresh attempts.`,
     }
     await withQueues(async ({ deadLetter }) => {
       if (id === undefined) {
-        console.log(`Queued ${await deadLetter.retryAll()} failed run(s) again.`);
+        console.log(`Queued ${plural(await deadLetter.retryAll(), 'failed run')} again.`);
       } else if (await deadLetter.retry(id)) {
         console.log(`Queued ${id} again.`);
       } else {
@@ -91,7 +93,7 @@ how many runs it would queue and queues none. Effects may happen twice.`,
     await withQueues(async ({ bulk }) => {
       const plan = await bulk.plan(check.selection);
       console.log(
-        `${plan.deliveries} deliver${plan.deliveries === 1 ? 'y' : 'ies'} found; ${plan.runs} run(s) of ${handler} to queue (records still kept).`,
+        `${plural(plan.deliveries, 'delivery', 'deliveries')} found; ${plural(plan.runs, 'run')} of ${handler} to queue (records still kept).`,
       );
       if (values.yes !== true) {
         if (plan.runs > 0) console.log('Nothing queued: add --yes to queue them.');
@@ -101,9 +103,9 @@ how many runs it would queue and queues none. Effects may happen twice.`,
         console.log(`  ${progress.queued + progress.skipped} of ${progress.total}`),
       );
       if (done.state === 'failed')
-        throw new Error(`stopped after ${done.queued} run(s): ${done.error ?? ''}`);
+        throw new Error(`stopped after ${plural(done.queued, 'run')}: ${done.error ?? ''}`);
       console.log(
-        `Queued ${done.queued} run(s)${done.skipped > 0 ? `, skipped ${done.skipped} (under way or gone)` : ''}.`,
+        `Queued ${plural(done.queued, 'run')}${done.skipped > 0 ? `, skipped ${done.skipped} (under way or gone)` : ''}.`,
       );
     });
   },

@@ -11,7 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiClient } from '../api/client.js';
 import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
-import { createLogger } from '../logger.js';
+import { createLogger, type Logger } from '../logger.js';
+import { deleteKeysUnder } from '../queue/delete-keys.js';
+import { closeConnection, createProducerConnection, waitForRedis } from '../queue/redis.js';
 import { createRunReader } from '../runs/run-reader.js';
 import { startReceiver } from '../receiver.js';
 import { SANDBOX_TOKEN } from '../sandbox/seed.js';
@@ -46,7 +48,8 @@ export const demoCommand: Command = {
   summary: 'run everything locally against the sandbox and show auto-triage at work',
   help: `Usage: feedback-receiver demo [--keep] [--verbose]
 
-Starts a private Redis (unless REDIS_URL is set), the sandbox, the receiver and a
+Starts a private Redis (unless REDIS_URL is set: then its keys, all under a
+prefix of its own, are removed at the end), the sandbox, the receiver and a
 worker with examples/triage-rules.jsonc, all on 127.0.0.1; registers the hook;
 creates a few feedback records; waits until each is triaged; prints them before
 and after; and stops everything. --keep keeps everything running until Ctrl-C, and
@@ -59,8 +62,14 @@ component's log lines.`,
     const cleanup: (() => Promise<void>)[] = [];
     try {
       const env = loadWorkerConfig();
+      // A prefix of its own, so that in a Redis of yours (REDIS_URL) the demo's keys are told
+      // apart from everything else, and removed at the end.
+      const prefix = `demo-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
       let redisUrl = env.redisUrl;
-      if (!env.redisUrlFromEnv) {
+      if (env.redisUrlFromEnv) {
+        const { queuePrefix } = loadWorkerConfig({ REDIS_URL: redisUrl, QUEUE_PREFIX: prefix });
+        cleanup.unshift(() => removeKeys(redisUrl, queuePrefix, logger));
+      } else {
         const dir = await mkdtemp(join(tmpdir(), 'feedback-receiver-demo-'));
         cleanup.unshift(() => rm(dir, { recursive: true, force: true }));
         const redis = await step('Starting a private redis-server', () =>
@@ -69,7 +78,6 @@ component's log lines.`,
         cleanup.unshift(redis.stop);
         redisUrl = redis.url;
       }
-      const prefix = `demo-${Date.now().toString(36)}`;
 
       const sandbox = await step('Starting the sandbox (a stand-in for the feedback API)', () =>
         startSandbox({ logger, deliveryBackoffMs: 200 }),
@@ -203,6 +211,17 @@ function cliEnvironment(demo: {
   })
     .map(([name, value]) => `${name}=${value}`)
     .join(' ');
+}
+
+/** Removes what the demo wrote into the Redis at REDIS_URL, once everything else has stopped. */
+async function removeKeys(redisUrl: string, prefix: string, logger: Logger): Promise<void> {
+  const connection = createProducerConnection(redisUrl, logger);
+  try {
+    await waitForRedis(connection, redisUrl);
+    await deleteKeysUnder(connection, prefix);
+  } finally {
+    await closeConnection(connection);
+  }
 }
 
 /** Resolves at the first SIGINT or SIGTERM. */

@@ -93,6 +93,7 @@ async function startOn(
     })
     .finally(() => stopPinging.abort());
   if (outcome === 'exited') return 'exited';
+  stopsWithProcess(child, exited);
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
@@ -104,6 +105,29 @@ async function startOn(
       await exited;
     },
   };
+}
+
+/** The redis-servers this process started and that still run. */
+const started = new Set<ChildProcess>();
+
+/**
+ * However this process ends (an error after start-up, a second Ctrl-C that exits at once), the
+ * redis-servers it started end with it, instead of running on with nobody to stop them.
+ */
+function stopsWithProcess(child: ChildProcess, exited: Promise<unknown>): void {
+  if (started.size === 0) process.on('exit', stopStarted);
+  started.add(child);
+  void exited.then(() => {
+    started.delete(child);
+    if (started.size === 0) process.off('exit', stopStarted);
+  });
+}
+
+function stopStarted(): void {
+  for (const child of started) {
+    child.kill('SIGCONT'); // a paused server could not act on SIGTERM
+    child.kill('SIGTERM');
+  }
 }
 
 /** Waits until the redis-server with this pid answers on the port (not another that took it). */

@@ -4,8 +4,8 @@
  * sentence on stderr, never a stack trace.
  */
 import { createRequire } from 'node:module';
-import { parseArgs } from 'node:util';
 import { UsageError, type Command } from './command.js';
+import { parseCommandLine } from './parse-command-line.js';
 import {
   deliveriesFailedCommand,
   deliveriesRetryCommand,
@@ -51,7 +51,7 @@ const usage = `Usage: feedback-receiver <command> [options]
 Receives signed Ybug feedback webhooks, queues them, and runs handlers on them.
 
 Commands:
-${COMMANDS.map((command) => `  ${command.name.padEnd(18)} ${command.summary}`).join('\n')}
+${commandList(COMMANDS)}
 
 Run feedback-receiver <command> --help for a command's options.
   -h, --help     show this help
@@ -59,7 +59,13 @@ Run feedback-receiver <command> --help for a command's options.
 
 async function main(argv: string[]): Promise<void> {
   const [first, second] = argv;
-  if (first === undefined || first === '-h' || first === '--help' || first === 'help') {
+  if (first === undefined) {
+    // No command is a usage error: the help goes where errors go, so a script sees it fail.
+    console.error(usage);
+    process.exitCode = 2;
+    return;
+  }
+  if (first === '-h' || first === '--help' || first === 'help') {
     console.log(usage);
     return;
   }
@@ -73,38 +79,62 @@ async function main(argv: string[]): Promise<void> {
     COMMANDS.find((candidate) => candidate.name === first);
   if (!command) {
     const group = COMMANDS.filter((candidate) => candidate.name.startsWith(`${first} `));
+    if (group.length === 0) {
+      throw new UsageError(`unknown command "${first}"; see feedback-receiver --help`);
+    }
+    if (second === '-h' || second === '--help') {
+      console.log(groupHelp(first, group));
+      return;
+    }
     throw new UsageError(
-      group.length > 0
-        ? `${first} needs one of: ${group.map((candidate) => candidate.name.split(' ')[1]).join(', ')}`
-        : `unknown command "${first}"; see feedback-receiver --help`,
+      `${first} needs one of: ${group.map((candidate) => candidate.name.split(' ')[1]).join(', ')}; see feedback-receiver ${first} --help`,
     );
   }
-  const rest = argv.slice(command.name.split(' ').length);
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: rest,
-      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (error) {
-    throw new UsageError(
-      `${(error as Error).message.split('\n')[0]}; see feedback-receiver ${command.name} --help`,
-    );
-  }
-  if (parsed.values.help) {
+  const { values, positionals } = parseCommandLine(
+    command,
+    argv.slice(command.name.split(' ').length),
+  );
+  if (values.help) {
     console.log(command.help);
     return;
   }
   const { min, max } = command.positionals ?? { min: 0, max: 0 };
-  if (parsed.positionals.length < min || parsed.positionals.length > max) {
+  if (positionals.length < min || positionals.length > max) {
     throw new UsageError(
-      `${command.name} takes ${max === 0 ? 'no arguments' : `${min === max ? min : `${min} to ${max}`} argument(s)`}, got ${parsed.positionals.length}; see feedback-receiver ${command.name} --help`,
+      `${command.name} takes ${argumentCount(min, max)}, got ${positionals.length}; see feedback-receiver ${command.name} --help`,
     );
   }
-  await command.run(parsed.values, parsed.positionals);
+  await command.run(values, positionals);
 }
+
+function argumentCount(min: number, max: number): string {
+  if (max === 0) return 'no arguments';
+  const count = min === max ? String(max) : min === 0 ? `at most ${max}` : `${min} to ${max}`;
+  return `${count} ${max === 1 ? 'argument' : 'arguments'}`;
+}
+
+/** The commands, one a line, their summaries in one column. */
+function commandList(commands: readonly Command[]): string {
+  const width = Math.max(...commands.map((command) => command.name.length)) + 2;
+  return commands.map((command) => `  ${command.name.padEnd(width)} ${command.summary}`).join('\n');
+}
+
+/** `feedback-receiver deliveries --help`: the commands of the group, each with its summary. */
+function groupHelp(group: string, commands: readonly Command[]): string {
+  return `Usage: feedback-receiver ${group} <command> [options]
+
+Commands:
+${commandList(commands)}
+
+Run feedback-receiver ${group} <command> --help for a command's options.`;
+}
+
+// A reader that stopped reading (`quarantine list | head -1`) is not a failure: it has what it
+// wanted, and there is nobody left to tell.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError) {

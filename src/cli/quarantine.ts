@@ -1,6 +1,7 @@
 import type { ReplayResult } from '../queue/quarantine.js';
 import { LIMIT_OPTION, parseLimit, UsageError, type Command } from './command.js';
 import { withQueues } from './redis-for-cli.js';
+import { terminalText } from './terminal-text.js';
 
 export const quarantineListCommand: Command = {
   name: 'quarantine list',
@@ -24,8 +25,11 @@ QUARANTINE_MAX_AGE_DAYS and QUARANTINE_MAX_BYTES, dropping the oldest.`,
         const first = entry.issues[0];
         const why = first ? `${first.path ? `${first.path}: ` : ''}${first.message}` : entry.reason;
         const times = entry.received > 1 ? ` (received ${entry.received} times)` : '';
+        // One line per entry, whatever the sender's bytes hold.
         console.log(
-          `${entry.id}  ${entry.receivedAt}${times}  ${entry.size} bytes  ${entry.reason}: ${why}`,
+          terminalText(
+            `${entry.id}  ${entry.receivedAt}${times}  ${entry.size} bytes  ${entry.reason}: ${why}`,
+          ),
         );
       }
       console.log(`\n${entries.length} of ${await quarantine.count()} shown.`);
@@ -39,17 +43,21 @@ export const quarantineShowCommand: Command = {
   help: `Usage: feedback-receiver quarantine show <id>
 
 Prints the entry's reason, issues and headers, then its body as received (as
-base64 if it is not valid UTF-8).`,
+base64 if it is not valid UTF-8). Control characters and escape sequences in
+them are shown as escapes (\\x1b, \\r), never sent to the terminal.`,
   positionals: { min: 1, max: 1 },
   async run(_values, [id]) {
     await withQueues(async ({ quarantine }) => {
       const entry = await quarantine.get(id!);
       if (!entry) throw new Error(`no quarantined delivery ${id}`);
       const { body, ...meta } = entry;
-      console.log(JSON.stringify(meta, null, 2));
+      // JSON escapes C0 controls in strings, not DEL, C1 controls or the bidirectional marks.
+      console.log(terminalText(JSON.stringify(meta, null, 2), { keepLines: true }));
       let text: string;
       try {
-        text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+        text = terminalText(new TextDecoder('utf-8', { fatal: true }).decode(body), {
+          keepLines: true,
+        });
       } catch {
         text = `(not UTF-8; base64) ${body.toString('base64')}`;
       }
@@ -84,7 +92,7 @@ still invalid stay, and the command exits 1.`,
               .reverse();
       const results: ReplayResult[] = [];
       for (const entryId of ids) results.push(await quarantine.replay(entryId, deliveries));
-      for (const result of results) console.log(describe(result));
+      for (const result of results) console.log(terminalText(describe(result)));
       const stuck = results.filter(
         (result) => result.status === 'invalid' || result.status === 'not_found',
       );

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { loadReceiverConfig } from '../config.js';
+import { loadReceiverConfig, loadWebhookSecret } from '../config.js';
 import { WEBHOOK_PATH } from '../http/webhook-route.js';
 import { signHmacSha256 } from '../webhooks/hmac-sha256.js';
 import { signStandardWebhook } from '../webhooks/standard-webhooks.js';
@@ -17,11 +17,16 @@ WEBHOOK_SECRET or WEBHOOK_SECRET_FILE), posts it and prints the answer. Without
 gets ${WEBHOOK_PATH}. Exits 0 on a 2xx answer, 1 otherwise.`,
   options: { url: { type: 'string' }, file: { type: 'string' } },
   async run(values) {
-    const config = loadReceiverConfig();
     const target = webhookUrl(requireOption(values, 'url', 'send'));
+    if (loadWebhookSecret() === undefined) {
+      throw new UsageError(
+        "send signs with the receiver's secret: set WEBHOOK_SECRET (or WEBHOOK_SECRET_FILE, a file with one secret per line) as the receiver has it",
+      );
+    }
+    const config = loadReceiverConfig();
     const body =
       typeof values.file === 'string'
-        ? readFileSync(values.file)
+        ? readBody(values.file)
         : Buffer.from(JSON.stringify(sampleRecord()));
     const secret = config.webhook.secrets[0]!;
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
@@ -34,11 +39,45 @@ gets ${WEBHOOK_PATH}. Exits 0 on a 2xx answer, 1 otherwise.`,
       headers['webhook-timestamp'] = timestamp;
       headers['webhook-signature'] = signStandardWebhook({ id, timestamp, body }, secret);
     }
-    const response = await fetch(target, { method: 'POST', headers, body });
+    const response = await fetch(target, { method: 'POST', headers, body }).catch(
+      (error: unknown) => {
+        throw new Error(unreachable(target, error), { cause: error });
+      },
+    );
     console.log(`${response.status} ${response.statusText}\n${await response.text()}`);
     if (!response.ok) process.exitCode = 1;
   },
 };
+
+const FILE_PROBLEMS: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'it is a directory',
+};
+
+function readBody(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    const problem = FILE_PROBLEMS[(error as NodeJS.ErrnoException).code ?? ''];
+    throw new Error(`cannot read --file ${file}: ${problem ?? (error as Error).message}`, {
+      cause: error,
+    });
+  }
+}
+
+/** Why a request to the receiver got no answer, in words: fetch itself says only "fetch failed". */
+function unreachable(url: string, error: unknown): string {
+  const cause = (error as { cause?: NodeJS.ErrnoException }).cause;
+  switch (cause?.code) {
+    case 'ECONNREFUSED':
+      return `nothing listens at ${url} (connection refused); is the receiver running there?`;
+    case 'ENOTFOUND':
+      return `cannot send to ${url}: no such host`;
+    default:
+      return `cannot send to ${url}: ${cause?.message ?? (error as Error).message}`;
+  }
+}
 
 function webhookUrl(url: string): string {
   let parsed: URL;

@@ -2,10 +2,11 @@ import { resolve } from 'node:path';
 import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
 import { startReceiver } from '../receiver.js';
-import { startWorker } from '../worker-process.js';
+import { resolveHandlers, startWorker } from '../worker-process.js';
 import { startTracing } from '../tracing/tracer.js';
 import type { Command } from './command.js';
 import { startEmbeddedRedis } from './embedded-redis.js';
+import { assertPortFree } from './port-free.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
 /** Where `start` keeps its own Redis's data when REDIS_URL is not set. */
@@ -23,6 +24,11 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
   async run() {
     const receiverConfig = loadReceiverConfig();
     const workerConfig = loadWorkerConfig();
+    // What can be wrong with the settings (the handlers, the rules file, a port in use) is found
+    // before anything starts, so a failed start leaves nothing behind to stop.
+    const handlers = await resolveHandlers(workerConfig);
+    await assertPortFree('PORT', receiverConfig.port, receiverConfig.host);
+    await assertPortFree('METRICS_PORT', workerConfig.metricsPort);
     const logger = createLogger({
       level: receiverConfig.logLevel,
       pretty: receiverConfig.logPretty,
@@ -32,24 +38,34 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
     // then tracing (the shutdown's spans are sent too). One process, one service name: the
     // receiver's.
     const running = stopOnSignal(logger, 'receiver and worker');
-    running.add(await startTracing(receiverConfig.tracing, logger));
-    let redisUrl = receiverConfig.redisUrl;
-    if (!receiverConfig.redisUrlFromEnv) {
-      const dir = resolve(EMBEDDED_REDIS_DIR);
-      const redis = await startEmbeddedRedis({ dir, appendOnly: true });
-      running.add(redis.stop);
-      logger.info(
-        { redisUrl: redis.url, dir },
-        'REDIS_URL not set: started a private redis-server',
+    try {
+      running.add(await startTracing(receiverConfig.tracing, logger));
+      let redisUrl = receiverConfig.redisUrl;
+      if (!receiverConfig.redisUrlFromEnv) {
+        const dir = resolve(EMBEDDED_REDIS_DIR);
+        const redis = await startEmbeddedRedis({ dir, appendOnly: true });
+        running.add(redis.stop);
+        logger.info(
+          { redisUrl: redis.url, dir },
+          'REDIS_URL not set: started a private redis-server',
+        );
+        redisUrl = redis.url;
+      }
+      const worker = await startWorker({ ...workerConfig, redisUrl }, logger, {
+        resolvedHandlers: handlers,
+      });
+      running.add(worker.close);
+      // METRICS_PORT is the worker's here; the receiver's /metrics stays behind ADMIN_TOKEN.
+      const receiver = await startReceiver(
+        { ...receiverConfig, redisUrl, metricsPort: undefined },
+        logger,
       );
-      redisUrl = redis.url;
+      running.add(receiver.close);
+    } catch (error) {
+      // A port taken between the check and the listen, or a Redis that fails: what did start
+      // (its own redis-server above all) is stopped before the error is reported.
+      await running.stopStarted();
+      throw error;
     }
-    running.add((await startWorker({ ...workerConfig, redisUrl }, logger)).close);
-    // METRICS_PORT is the worker's here; the receiver's /metrics stays behind ADMIN_TOKEN.
-    const receiver = await startReceiver(
-      { ...receiverConfig, redisUrl, metricsPort: undefined },
-      logger,
-    );
-    running.add(receiver.close);
   },
 };

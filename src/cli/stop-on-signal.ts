@@ -3,6 +3,11 @@ import type { Logger } from '../logger.js';
 export interface Stoppable {
   /** Adds something to stop; on a signal, the last added stops first. */
   add(stop: () => Promise<void>): void;
+  /**
+   * Stops what has started so far, the last added first: for a start that failed half way, so
+   * nothing it started (a redis-server above all) outlives the process.
+   */
+  stopStarted(): Promise<void>;
 }
 
 /**
@@ -13,6 +18,9 @@ export interface Stoppable {
 export function stopOnSignal(logger: Logger, what: string): Stoppable {
   const stops: (() => Promise<void>)[] = [];
   let stopping = false;
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop();
+  };
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       logger.warn({ signal }, 'second signal: exiting now');
@@ -20,9 +28,7 @@ export function stopOnSignal(logger: Logger, what: string): Stoppable {
     }
     stopping = true;
     logger.info({ signal }, `shutting down the ${what}`);
-    (async () => {
-      for (const stop of stops.reverse()) await stop();
-    })().then(
+    stopAll().then(
       () => {
         logger.info(`${what} stopped`);
         process.exit(0);
@@ -35,5 +41,15 @@ export function stopOnSignal(logger: Logger, what: string): Stoppable {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  return { add: (stop) => void stops.push(stop) };
+  return {
+    add: (stop) => void stops.push(stop),
+    stopStarted: async () => {
+      // Each is tried: one that fails must not leave the ones before it running.
+      for (const stop of stops.splice(0).reverse()) {
+        await stop().catch((error: unknown) =>
+          logger.error({ error: String(error) }, 'stopping after a failed start failed'),
+        );
+      }
+    },
+  };
 }

@@ -19,6 +19,7 @@ import type { DeliveryStats } from '../queue/delivery-stats.js';
 import type { NewQuarantineEntry, QuarantineAdded } from '../queue/quarantine.js';
 import { activeSpan, inSpan, tracingOn } from '../tracing/tracer.js';
 import { interpretPayload } from '../webhooks/delivery.js';
+import { secretNumber } from '../webhooks/signature-check.js';
 import type { HeaderLookup, SignatureScheme } from '../webhooks/signature-scheme.js';
 import { isJsonContentType } from './json-content-type.js';
 import { BodyTooLargeError, readRawBody } from './read-raw-body.js';
@@ -182,11 +183,13 @@ export function createWebhookRouter(
     receivedAt: number,
   ) => {
     const check = { secretIndex };
-    metrics?.secretMatches.inc({ index: String(check.secretIndex) });
+    // The metric's label keeps its name, `index`; its value, like the logs', counts from 1.
+    const number = secretNumber(secretIndex);
+    metrics?.secretMatches.inc({ index: String(number) });
     stats?.secretMatched(check.secretIndex);
     const span = activeSpan();
     if (tracing) {
-      span.addEvent('signature verified', { 'feedback.secret_index': check.secretIndex });
+      span.addEvent('signature verified', { 'feedback.secret_index': number });
     }
     const deliveryId = scheme.deliveryId(header);
     const outcome = interpretPayload(body, {
@@ -194,7 +197,7 @@ export function createWebhookRouter(
       receivedAt: new Date(receivedAt),
       receipt: { scheme: scheme.name, secretIndex: check.secretIndex },
     });
-    const signed = { secretIndex: check.secretIndex };
+    const signed = { secretIndex: number };
     if (tracing) span.addEvent('payload read', { 'feedback.payload': outcome.kind });
     try {
       switch (outcome.kind) {

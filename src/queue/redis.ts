@@ -146,9 +146,13 @@ export class RedisUnreachableError extends Error {
 /** How long a process waits at start for REDIS_URL to answer before it gives up. */
 export const START_TIMEOUT_MS = 10_000;
 
+/** How long connections may be refused at start before a process gives up on REDIS_URL. */
+export const REFUSED_FOR_MS = 1_000;
+
 /**
  * Waits until the connection is ready. A Redis that refuses the credentials fails at once; one
- * that cannot be reached fails after `timeoutMs`. The message names REDIS_URL, with the
+ * where nothing listens fails once its connections have been refused for REFUSED_FOR_MS; one that
+ * cannot be reached otherwise fails after `timeoutMs`. The message names REDIS_URL, with the
  * password hidden.
  *
  * @throws {RedisUnreachableError}
@@ -160,6 +164,7 @@ export async function waitForRedis(
 ): Promise<void> {
   if (connection.status === 'ready') return;
   let lastError: Error | undefined;
+  let refusedSince: number | undefined;
   let onReady!: () => void;
   let onError!: (error: Error) => void;
   let timer: NodeJS.Timeout | undefined;
@@ -176,6 +181,17 @@ export async function waitForRedis(
         lastError = error;
         // Redis answered, and said no (a wrong password or user): waiting will not help.
         if (error.name === 'ReplyError') fail(error.message);
+        // Nothing listens there, and nothing came to listen for a while: most likely a wrong
+        // port or a Redis that is not running, which waiting out the whole timeout will not
+        // change. A Redis that is a moment from listening (a restart) still gets that while.
+        if ((error as NodeJS.ErrnoException).code === 'ECONNREFUSED') {
+          refusedSince ??= Date.now();
+          if (Date.now() - refusedSince >= REFUSED_FOR_MS) {
+            fail('nothing listens there (connection refused); is Redis running?');
+          }
+        } else {
+          refusedSince = undefined;
+        }
       };
       connection.on('ready', onReady);
       connection.on('error', onError);
@@ -226,17 +242,23 @@ export async function closeConnection(connection: RedisConnection): Promise<void
 
 /** Logs when the connection is lost and when it is back, once each, not on every retry. */
 function reportConnectionState(connection: RedisConnection, logger: Logger): void {
+  // Until the first connection, failures are the start's to report: waitForRedis says why in one
+  // sentence, and a warning here would only come before it, in another form.
+  let connected = false;
   let down = false;
   connection.on('error', (error: Error) => {
-    if (!down) logger.warn({ error: error.message }, 'redis connection failed');
+    if (!down)
+      logger[connected ? 'warn' : 'debug']({ error: error.message }, 'redis connection failed');
     down = true;
   });
   connection.on('close', () => {
-    if (!down && !closing.has(connection)) logger.warn('redis connection closed');
+    if (!down && !closing.has(connection))
+      logger[connected ? 'warn' : 'debug']('redis connection closed');
     down = true;
   });
   connection.on('ready', () => {
-    if (down) logger.info('redis connection ready again');
+    if (down) logger[connected ? 'info' : 'debug']('redis connection ready again');
+    connected = true;
     down = false;
   });
 }

@@ -11,3 +11,11 @@ export type SignatureCheck =
 
 export const signatureMismatch: SignatureCheck = Object.freeze({ ok: false, reason: 'mismatch' });
 export const signatureMalformed: SignatureCheck = Object.freeze({ ok: false, reason: 'malformed' });
+
+/**
+ * How a person reads which secret matched, in logs, metrics and the console alike: numbered from
+ * 1 in the order of WEBHOOK_SECRET (#1 is the first, the newest by convention).
+ */
+export function secretNumber(secretIndex: number): number {
+  return secretIndex + 1;
+}

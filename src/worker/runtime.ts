@@ -56,6 +56,11 @@ export interface WorkerRuntimeOptions {
    * (see watchdog.ts). Default: 30 000.
    */
   readonly watchdogMs?: number;
+  /**
+   * TRIAGE_DRY_RUN: auto-triage matches and logs, and sends nothing. Said on the start line, so a
+   * dry run is not taken for a live one. Default: false.
+   */
+  readonly dryRun?: boolean;
 }
 
 export interface WorkerRuntime {
@@ -188,7 +193,14 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     prefix,
     handlers.map(({ name, attempts }) => ({ name, attempts })),
   );
-  logger.info({ handlers: handlers.map((handler) => handler.name), concurrency }, 'worker started');
+  logger.info(
+    {
+      handlers: handlers.map((handler) => handler.name),
+      concurrency,
+      ...(options.dryRun ? { dryRun: true } : {}),
+    },
+    'worker started',
+  );
 
   let closing: Promise<void> | undefined;
   const close = (timeoutMs = 30_000) => {

@@ -105,7 +105,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     const planned = await vi.waitFor(
       async () => {
         const result = await cli([...args, '--q', record.id], redisEnv());
-        expect(result.output).toContain('1 delivery found; 1 run(s) of auto-triage to queue');
+        expect(result.output).toContain('1 delivery found; 1 run of auto-triage to queue');
         return result;
       },
       { timeout: 10_000 },
@@ -114,7 +114,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(planned.output).toContain('Nothing queued: add --yes to queue them.');
     const queued = await cli([...args, '--q', record.id, '--yes'], redisEnv());
     expect(queued).toMatchObject({ code: 0 });
-    expect(queued.output).toContain('Queued 1 run(s).');
+    expect(queued.output).toContain('Queued 1 run.');
     const unknown = await cli(['deliveries', 'run-again', '--handler', 'nobody'], redisEnv());
     expect(unknown.code).toBe(1);
     expect(unknown.output).toMatch(/no worker has started with a handler named "nobody"/);
@@ -260,7 +260,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
       { timeout: 5_000 },
     );
     expect(failed.code).toBe(0);
-    expect(failed.output).toContain('1 attempt(s)');
+    expect(failed.output).toContain(', 1 attempt, failed');
     expect(failed.output).toMatch(/The feedback API found nothing at PATCH .* \(404\)/);
     const runId = new RegExp(`^(\\S+)\\n  handler auto-triage, delivery ${key}`, 'm').exec(
       failed.output,
@@ -299,8 +299,15 @@ describe('feedback-receiver usage', () => {
     ['quarantine', 'list'],
     ['quarantine', 'show'],
     ['quarantine', 'replay'],
+    ['runs', 'upgrade'],
     ['sandbox'],
     ['demo'],
+    ['healthcheck'],
+    // The groups: their commands, each with its summary.
+    ['hooks'],
+    ['deliveries'],
+    ['quarantine'],
+    ['runs'],
   ];
 
   it.each(commands)('has help for %s', async (...command) => {
@@ -309,10 +316,29 @@ describe('feedback-receiver usage', () => {
     expect(result.output).toMatch(new RegExp(`^Usage: feedback-receiver ${command.join(' ')}`));
   });
 
+  it('answers no command at all with the help, on stderr, and exit code 2', async () => {
+    const run = runCli([], {});
+    let stdout = '';
+    run.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    expect(await run.exited()).toBe(2);
+    expect(stdout).toBe('');
+    expect(run.output()).toMatch(/^Usage: feedback-receiver <command>/);
+  });
+
   it.each([
     [['hooks'], /hooks needs one of: register/],
-    [['send', '--bogus'], /Unknown option '--bogus'/],
-    [['quarantine', 'show'], /quarantine show takes 1 argument\(s\), got 0/],
+    [
+      ['send', '--bogus'],
+      /^feedback-receiver: send has no option --bogus; see feedback-receiver send --help\n$/,
+    ],
+    [['send', '--url'], /--url needs a value; see feedback-receiver send --help/],
+    [['quarantine', 'replay', '--all=yes'], /--all takes no value/],
+    [['quarantine', 'show'], /quarantine show takes 1 argument, got 0/],
+    [['quarantine', 'replay', 'a', 'b'], /quarantine replay takes at most 1 argument, got 2/],
+    [
+      ['send', '--url', 'http://127.0.0.1:1'],
+      /send signs with the receiver's secret: set WEBHOOK_SECRET \(or WEBHOOK_SECRET_FILE/,
+    ],
     [['hooks', 'register', '--project', 'p'], /hooks register needs --url/],
     [
       ['hooks', 'register', '--project', 'p', '--url', 'https://x.example', '--secret', 's'],

@@ -234,6 +234,7 @@ describe('feedback-receiver work', () => {
       TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
       TRIAGE_DRY_RUN: 'true',
     });
+    expect(worker.output()).toMatch(/"dryRun":true,"msg":"worker started"/);
     await postSigned(url, { id: 'fb_dry', title: 'It crashed twice', priority_id: 1 });
     await vi.waitFor(async () => expect(await countCompletedRuns(runQueues), 'the run').toBe(1), {
       timeout: 5_000,

@@ -40,8 +40,9 @@ describe('the receiver, operated', () => {
     expect(text).toContain(
       'feedback_receiver_deliveries_total{outcome="rejected",reason="signature_mismatch"} 1',
     );
-    expect(text).toContain('feedback_receiver_secret_matches_total{index="0"} 1');
-    expect(text).toContain('feedback_receiver_secret_matches_total{index="1"} 3');
+    // Secrets numbered from 1, as the console and the logs number them: #1 is the first.
+    expect(text).toContain('feedback_receiver_secret_matches_total{index="1"} 1');
+    expect(text).toContain('feedback_receiver_secret_matches_total{index="2"} 3');
     expect(text).toContain('feedback_receiver_queue_jobs{queue="deliveries",state="waiting"} 2');
     expect(text).toContain('feedback_receiver_enqueue_duration_seconds_count 3');
     expect(text).toMatch(

@@ -1,0 +1,44 @@
+/**
+ * A command's arguments, parsed by `util.parseArgs`, with wrong usage said in our words: Node's
+ * own messages quote the option in a sentence meant for another program's users.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError, type Command, type OptionValues } from './command.js';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** @throws {UsageError} for an option the command does not have, or one without its value. */
+export function parseCommandLine(
+  command: Command,
+  args: string[],
+): { values: OptionValues; positionals: string[] } {
+  const options: Options = { ...command.options, help: { type: 'boolean', short: 'h' } };
+  const see = `see feedback-receiver ${command.name} --help`;
+  // First leniently, to find what is wrong and name it; then strictly.
+  const { tokens } = parseArgs({
+    args,
+    options,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    const option = Object.hasOwn(options, token.name) ? options[token.name] : undefined;
+    if (!option) throw new UsageError(`${command.name} has no option ${token.rawName}; ${see}`);
+    if (option.type === 'string' && token.value === undefined) {
+      throw new UsageError(`${token.rawName} needs a value; ${see}`);
+    }
+    if (option.type === 'boolean' && token.value !== undefined) {
+      throw new UsageError(`${token.rawName} takes no value; ${see}`);
+    }
+  }
+  const { values, positionals } = parseArgs({
+    args,
+    options,
+    allowPositionals: true,
+    strict: true,
+  });
+  // No command declares an option that may be given more than once.
+  return { values: values as OptionValues, positionals };
+}

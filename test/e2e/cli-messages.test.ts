@@ -1,0 +1,133 @@
+/**
+ * What the command line says when something is missing or wrong, and how it prints what senders
+ * sent: each a real process, its messages and exit codes as a user sees them.
+ */
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createQuarantine } from '../../src/queue/quarantine.js';
+import { runCli } from '../helpers/cli-process.js';
+import { freePort } from '../helpers/free-port.js';
+
+/** Runs a one-off command to its end; stdout and stderr apart. */
+async function cli(args: string[], env: Record<string, string> = {}) {
+  const run = runCli(args, env);
+  let stdout = '';
+  run.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  const code = await run.exited();
+  return { code, output: run.output(), stdout };
+}
+
+/** One line, and no stack trace or JSON log line with it. */
+function expectOneSentence(output: string) {
+  expect(output.trim().split('\n'), output).toHaveLength(1);
+  expect(output).not.toMatch(/^\s*at |^\{/m);
+}
+
+describe('send', () => {
+  it('names the URL when nothing listens there', async () => {
+    const url = `http://127.0.0.1:${await freePort()}/webhooks/feedback`;
+    const result = await cli(['send', '--url', url], { WEBHOOK_SECRET: 's' });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain(`nothing listens at ${url} (connection refused)`);
+    expectOneSentence(result.output);
+  });
+
+  it('says which --file it cannot read', async () => {
+    const result = await cli(
+      ['send', '--url', 'http://127.0.0.1:1', '--file', '/nonexistent/delivery.json'],
+      { WEBHOOK_SECRET: 's' },
+    );
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('cannot read --file /nonexistent/delivery.json: no such file');
+    expect(result.output).not.toContain('ENOENT');
+    expectOneSentence(result.output);
+  });
+});
+
+describe('a Redis where nothing listens', () => {
+  it.each([[['quarantine', 'list']], [['serve']]])(
+    '%j says so in one sentence, not after the whole start timeout',
+    async (args) => {
+      const url = `redis://127.0.0.1:${await freePort()}`;
+      const result = await cli(args, { REDIS_URL: url, WEBHOOK_SECRET: 's', PORT: '0' });
+      expect(result.code).toBe(1);
+      expect(result.output).toContain(
+        `REDIS_URL: cannot use Redis at ${url}: nothing listens there (connection refused)`,
+      );
+      expectOneSentence(result.output);
+    },
+  );
+});
+
+describe('quarantine', () => {
+  const prefix = `e2e-cli-messages-${randomUUID().slice(0, 8)}`;
+  const env = () => ({ REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: prefix });
+  let id: string;
+
+  beforeAll(async () => {
+    const connection = new Redis(inject('redisUrl'));
+    try {
+      ({ id } = await createQuarantine({ connection, prefix }).add({
+        receivedAt: new Date().toISOString(),
+        reason: 'unparseable',
+        issues: [{ path: '', message: 'Unexpected token \x1b[31m\nin red' }],
+        headers: { 'user-agent': 'agent\u009b2J' },
+        body: Buffer.from('\x1b]0;retitled\x07not json\r\nat all\u202e'),
+      }));
+    } finally {
+      connection.disconnect();
+    }
+  });
+
+  afterAll(async () => {
+    const connection = new Redis(inject('redisUrl'));
+    try {
+      const keys = await connection.keys(`${prefix}:*`);
+      if (keys.length > 0) await connection.del(...keys);
+    } finally {
+      connection.disconnect();
+    }
+  });
+
+  /** Nothing the terminal would act on: no control character but the newline. */
+  const expectNoControls = (text: string) =>
+    expect(
+      [...text].filter(
+        (character) => character !== '\n' && /[\p{Cc}\u202a-\u202e]/u.test(character),
+      ),
+    ).toEqual([]);
+
+  it('lists each entry on one line, with what the sender sent shown as escapes', async () => {
+    const result = await cli(['quarantine', 'list'], env());
+    expect(result.code).toBe(0);
+    expectNoControls(result.stdout);
+    const lines = result.stdout.split('\n').filter((line) => line.startsWith('q-'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('unparseable: Unexpected token \\x1b[31m\\nin red');
+  });
+
+  it('shows an entry with the escapes visible and the body on its own lines', async () => {
+    const result = await cli(['quarantine', 'show', id], env());
+    expect(result.code).toBe(0);
+    expectNoControls(result.stdout);
+    expect(result.stdout).toContain('"user-agent": "agent\\x9b2J"');
+    expect(result.stdout).toContain('\\x1b]0;retitled\\x07not json\\r\nat all\\u202e');
+  });
+
+  it('replays an entry and shows why it is still invalid, escaped', async () => {
+    const result = await cli(['quarantine', 'replay', id], env());
+    expect(result.code).toBe(1);
+    expectNoControls(result.stdout);
+    expect(result.stdout).toContain('still invalid');
+    expect(result.stdout).toContain('"\\x1b]0;retitl"');
+  });
+
+  it('ends quietly, with exit code 0, when the reader stops reading (| head -1)', async () => {
+    const run = runCli(['quarantine', 'list'], env());
+    // Closed before the command writes its first line: every write it makes meets EPIPE.
+    run.child.stdout!.destroy();
+    expect(await run.exited()).toBe(0);
+    expect(run.output()).toBe('');
+  });
+});

@@ -1,0 +1,103 @@
+/**
+ * `feedback-receiver start` that cannot start: it says why, exits 1, and leaves no redis-server
+ * of its own running.
+ */
+import { once } from 'node:events';
+import { mkdtemp, readdir, readlink, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { reportedUrl, runCli } from '../helpers/cli-process.js';
+
+const RULES = fileURLToPath(new URL('../../examples/triage-rules.jsonc', import.meta.url));
+
+/**
+ * The processes whose working directory is `dir`. redis-server rewrites its command line (it
+ * shows only its address), but it works in its data directory, so that is how it is found.
+ */
+async function processesIn(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
+    const cwd = await readlink(`/proc/${pid}/cwd`).catch(() => undefined);
+    if (cwd === dir) found.push(pid);
+  }
+  return found;
+}
+
+let heldPort: Server | undefined;
+afterEach(async () => {
+  if (heldPort) await new Promise((resolve) => heldPort!.close(resolve));
+  heldPort = undefined;
+});
+
+async function takenPort(): Promise<number> {
+  heldPort = createServer().listen(0, '127.0.0.1');
+  await once(heldPort, 'listening');
+  return (heldPort.address() as AddressInfo).port;
+}
+
+describe.runIf(process.platform === 'linux')('feedback-receiver start that fails', () => {
+  it.each([
+    [
+      'a rules file that is not valid',
+      async (cwd: string) => {
+        await writeFile(join(cwd, 'rules.jsonc'), '{ "rules": [ { "when": 42 } ] }');
+        return { TRIAGE_RULES: join(cwd, 'rules.jsonc'), PORT: '0' };
+      },
+      /TRIAGE_RULES/,
+    ],
+    ['no handler', async () => ({ PORT: '0' }), /no handlers: set TRIAGE_RULES/],
+    [
+      'its port in use',
+      async () => ({ TRIAGE_RULES: RULES, PORT: String(await takenPort()) }),
+      /PORT: port \d+ is already in use/,
+    ],
+  ])('with %s says why and leaves no redis-server running', async (_case, settings, message) => {
+    const cwd = await mkdtemp(join(tmpdir(), 'start-fails-'));
+    const start = runCli(
+      ['start'],
+      {
+        WEBHOOK_SECRET: 'start-secret',
+        HOST: '127.0.0.1',
+        TRIAGE_DRY_RUN: 'true',
+        ...(await settings(cwd)),
+      },
+      { cwd },
+    );
+    expect(await start.exited(), start.output()).toBe(1);
+    expect(start.output()).toMatch(message);
+    expect(await processesIn(join(cwd, '.feedback-receiver/redis'))).toEqual([]);
+  });
+
+  it('stops its redis-server when a second Ctrl-C ends it at once', async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'start-interrupted-'));
+    const start = runCli(
+      ['start'],
+      {
+        WEBHOOK_SECRET: 'start-secret',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        TRIAGE_RULES: RULES,
+        TRIAGE_DRY_RUN: 'true',
+      },
+      { cwd },
+    );
+    await reportedUrl(start, 'receiver listening');
+    const dir = join(cwd, '.feedback-receiver/redis');
+    const [redisPid] = await processesIn(dir);
+    expect(redisPid, 'its redis-server').toBeDefined();
+    // Paused, its Redis holds the shutdown up, so the second Ctrl-C surely comes during it.
+    process.kill(Number(redisPid), 'SIGSTOP');
+    start.child.kill('SIGINT');
+    await vi.waitFor(() =>
+      expect(start.output()).toContain('shutting down the receiver and worker'),
+    );
+    start.child.kill('SIGINT');
+    expect(await start.exited(), start.output()).toBe(1);
+    expect(start.output()).toContain('second signal: exiting now');
+    // Told to stop as the process ended; it ends a moment later, having written its data.
+    await vi.waitFor(async () => expect(await processesIn(dir)).toEqual([]), { timeout: 10_000 });
+  });
+});
