@@ -70,6 +70,17 @@ export function createMetrics({
     );
   });
 
+  // Both gauges ask for the one shared read: a registry collects its metrics concurrently.
+  const readCountsOrNothing = () => readQueueCounts().catch(() => undefined);
+  new Gauge({
+    name: 'feedback_receiver_queue_jobs_read',
+    help: 'Whether this scrape could read the queue depths (1), or Redis did not answer and feedback_receiver_queue_jobs is left out (0).',
+    registers,
+    async collect() {
+      if (sources.length === 0) return;
+      this.set((await readCountsOrNothing()) === undefined ? 0 : 1);
+    },
+  });
   new Gauge({
     name: 'feedback_receiver_queue_jobs',
     help: 'Jobs in each queue by state.',
@@ -77,9 +88,11 @@ export function createMetrics({
     registers,
     async collect() {
       if (sources.length === 0) return;
-      const read = await readQueueCounts();
       this.reset();
-      for (const { queue, counts } of read) {
+      // A scrape still answers while Redis is away (or not yet connected): the process's own
+      // metrics matter most then, and a depth from before the outage would mislead.
+      const read = await readCountsOrNothing();
+      for (const { queue, counts } of read ?? []) {
         for (const [state, count] of Object.entries(counts)) this.set({ queue, state }, count);
       }
     },

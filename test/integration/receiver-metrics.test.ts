@@ -108,11 +108,16 @@ describe("the receiver's /metrics on the webhook port", () => {
       const app = createApp(deps);
       await request(app).get('/metrics').expect(401);
       await request(app).get('/metrics').auth('not-the-token', { type: 'bearer' }).expect(401);
-      const { text } = await request(app)
-        .get('/metrics')
-        .auth(ADMIN_TOKEN, { type: 'bearer' })
-        .expect(200);
-      expect(text).toContain('feedback_receiver_queue_jobs{queue="deliveries",state="waiting"} 0');
+      // The console's connection may still be connecting at the first scrape.
+      await vi.waitFor(async () => {
+        const { text } = await request(app)
+          .get('/metrics')
+          .auth(ADMIN_TOKEN, { type: 'bearer' })
+          .expect(200);
+        expect(text).toContain(
+          'feedback_receiver_queue_jobs{queue="deliveries",state="waiting"} 0',
+        );
+      });
     } finally {
       await deps.close();
     }
@@ -136,6 +141,11 @@ describe("the receiver's /metrics on the webhook port", () => {
       const app = createApp(deps);
       const scrape = () =>
         request(app).get('/metrics').auth(ADMIN_TOKEN, { type: 'bearer' }).expect(200);
+      // Until the console's connection is up, a scrape reads nothing (and says so); the first
+      // read that reaches Redis then serves the scrapes below.
+      await vi.waitFor(async () =>
+        expect((await scrape()).text).toContain('feedback_receiver_queue_jobs_read 1'),
+      );
       await Promise.all(Array.from({ length: 10 }, scrape));
       for (let i = 0; i < 3; i++) await scrape();
       await watch.settled();
@@ -144,6 +154,30 @@ describe("the receiver's /metrics on the webhook port", () => {
       expect(watch.reads.map((source) => names.get(source))).toEqual(['feedback-receiver:console']);
     } finally {
       watch.close();
+      await deps.close();
+    }
+  });
+});
+
+describe('a scrape while Redis does not answer', () => {
+  it('answers 200 with the process metrics and says the depths could not be read', async () => {
+    const gone = await startRedisServer();
+    const config = loadReceiverConfig({
+      WEBHOOK_SECRET: 'metrics-test-secret',
+      REDIS_URL: gone.url,
+      ADMIN_TOKEN,
+    });
+    await gone.stop();
+    const deps = createReceiverDeps(config, createLogger({ level: 'silent' }));
+    try {
+      const { text } = await request(createApp(deps))
+        .get('/metrics')
+        .auth(ADMIN_TOKEN, { type: 'bearer' })
+        .expect(200);
+      expect(text).toContain('feedback_receiver_queue_jobs_read 0');
+      expect(text).not.toMatch(/^feedback_receiver_queue_jobs\{/m);
+      expect(text).toMatch(/^feedback_receiver_process_cpu_seconds_total /m);
+    } finally {
       await deps.close();
     }
   });
