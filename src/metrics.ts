@@ -4,6 +4,7 @@
  * depths are read at most once per QUEUE_COUNTS_MAX_AGE_MS, however often and however many
  * scrapers ask, so scraping cannot load Redis.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -11,7 +12,7 @@ export interface Metrics {
   readonly registry: Registry;
   /** Deliveries by outcome: queued, duplicate, quarantined, ignored, rejected (with its reason). */
   readonly deliveries: Counter<'outcome' | 'reason'>;
-  /** Which accepted secret matched, by position: 0 is the first in WEBHOOK_SECRET. */
+  /** Which accepted secret matched, by position: 1 is the first in WEBHOOK_SECRET. */
   readonly secretMatches: Counter<'index'>;
   readonly requestDuration: Histogram<'method' | 'route' | 'status'>;
   readonly enqueueDuration: Histogram;
@@ -42,6 +43,9 @@ export interface MetricsOptions {
   readonly now?: () => number;
 }
 
+/** How long a scrape waits for the queue depths; Prometheus's own timeout is 10 s by default. */
+const QUEUE_COUNTS_WAIT_MS = 2_000;
+
 /** Queue depths a scrape reports may be this old: Prometheus scrapes every 15 s or more. */
 export const QUEUE_COUNTS_MAX_AGE_MS = 5_000;
 
@@ -70,17 +74,22 @@ export function createMetrics({
     );
   });
 
-  // Both gauges ask for the one shared read: a registry collects its metrics concurrently.
-  const readCountsOrNothing = () => readQueueCounts().catch(() => undefined);
-  new Gauge({
-    name: 'feedback_receiver_queue_jobs_read',
-    help: 'Whether this scrape could read the queue depths (1), or Redis did not answer and feedback_receiver_queue_jobs is left out (0).',
-    registers,
-    async collect() {
-      if (sources.length === 0) return;
-      this.set((await readCountsOrNothing()) === undefined ? 0 : 1);
-    },
-  });
+  // Both gauges ask for the one shared read: a registry collects its metrics concurrently. A
+  // worker's connection waits for Redis rather than fail, so the scrape waits a bounded while.
+  const readCountsOrNothing = () =>
+    Promise.race([
+      readQueueCounts().catch(() => undefined),
+      sleep(QUEUE_COUNTS_WAIT_MS, undefined, { ref: false }),
+    ]);
+  const countsRead = () =>
+    new Gauge({
+      name: 'feedback_receiver_queue_jobs_read',
+      help: 'Whether this scrape could read the queue depths (1), or Redis did not answer and feedback_receiver_queue_jobs is left out (0).',
+      registers,
+      async collect() {
+        this.set((await readCountsOrNothing()) === undefined ? 0 : 1);
+      },
+    });
   new Gauge({
     name: 'feedback_receiver_queue_jobs',
     help: 'Jobs in each queue by state.',
@@ -161,8 +170,11 @@ export function createMetrics({
       labelNames: ['queue'],
       registers,
     }),
-    watchQueues: (queues) =>
-      void sources.push(typeof queues === 'function' ? queues : async () => queues),
+    watchQueues: (queues) => {
+      // Only once something is watched: before, a 0 would read as "Redis did not answer".
+      if (sources.length === 0) countsRead();
+      sources.push(typeof queues === 'function' ? queues : async () => queues);
+    },
   };
 }
 

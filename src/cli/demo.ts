@@ -13,7 +13,12 @@ import { createApiClient } from '../api/client.js';
 import { loadReceiverConfig, loadWorkerConfig } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
 import { deleteKeysUnder } from '../queue/delete-keys.js';
-import { closeConnection, createProducerConnection, waitForRedis } from '../queue/redis.js';
+import {
+  closeConnection,
+  createProducerConnection,
+  REFUSED_FOR_MS,
+  waitForRedis,
+} from '../queue/redis.js';
 import { createRunReader } from '../runs/run-reader.js';
 import { startReceiver } from '../receiver.js';
 import { SANDBOX_TOKEN } from '../sandbox/seed.js';
@@ -217,7 +222,7 @@ function cliEnvironment(demo: {
 async function removeKeys(redisUrl: string, prefix: string, logger: Logger): Promise<void> {
   const connection = createProducerConnection(redisUrl, logger);
   try {
-    await waitForRedis(connection, redisUrl);
+    await waitForRedis(connection, redisUrl, { refusedForMs: REFUSED_FOR_MS });
     await deleteKeysUnder(connection, prefix);
   } finally {
     await closeConnection(connection);

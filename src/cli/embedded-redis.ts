@@ -75,7 +75,9 @@ async function startOn(
       '--maxmemory-policy',
       'noeviction',
     ],
-    { stdio: 'ignore' },
+    // Its own process group: a Ctrl-C in the terminal reaches only us, and we stop it last, once
+    // the worker and receiver have drained (stopsWithProcess still ends it however we end).
+    { stdio: 'ignore', detached: true },
   );
   const failed = once(child, 'error').then(([error]) => {
     throw (error as NodeJS.ErrnoException).code === 'ENOENT' ? new RedisNotFoundError() : error;

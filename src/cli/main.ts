@@ -130,10 +130,16 @@ Run feedback-receiver ${group} <command> --help for a command's options.`;
 }
 
 // A reader that stopped reading (`quarantine list | head -1`) is not a failure: it has what it
-// wanted, and there is nobody left to tell.
+// wanted, and there is nobody left to tell. The command goes on to its end (a bulk action stopped
+// halfway would leave its work half done) and exits with its own code; what it still prints goes
+// nowhere.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code === 'EPIPE') process.exit(0);
-  throw error;
+  if (error.code === 'EPIPE') {
+    process.stdout.write = () => true;
+    return;
+  }
+  console.error(`feedback-receiver: cannot write the output: ${error.message}`);
+  process.exitCode = 1;
 });
 
 main(process.argv.slice(2)).catch((error: unknown) => {

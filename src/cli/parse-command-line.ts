@@ -33,12 +33,14 @@ export function parseCommandLine(
       throw new UsageError(`${token.rawName} takes no value; ${see}`);
     }
   }
-  const { values, positionals } = parseArgs({
-    args,
-    options,
-    allowPositionals: true,
-    strict: true,
-  });
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    // What the checks above let through (`--url --file x`: a value that looks like an option).
+    throw new UsageError(`${(error as Error).message.split('\n')[0]}; ${see}`);
+  }
+  const { values, positionals } = parsed;
   // No command declares an option that may be given more than once.
   return { values: values as OptionValues, positionals };
 }

@@ -12,7 +12,7 @@ import {
 import type { DeliveryQueueProducer } from '../queue/deliveries-queue.js';
 import { openProducerQueues } from '../queue/producer-queues.js';
 import { createQuarantine } from '../queue/quarantine.js';
-import { waitForRedis } from '../queue/redis.js';
+import { REFUSED_FOR_MS, waitForRedis } from '../queue/redis.js';
 
 /**
  * Runs `use` with the dead letter, the quarantine, the deliveries queue and the bulk actions, then
@@ -36,7 +36,7 @@ export async function withQueues<T>(
     createLogger({ level: 'silent' }),
   );
   try {
-    await waitForRedis(connection, config.redisUrl);
+    await waitForRedis(connection, config.redisUrl, { refusedForMs: REFUSED_FOR_MS });
     const prefix = config.queuePrefix;
     const markers = { connection, prefix };
     return await use({

@@ -146,21 +146,29 @@ export class RedisUnreachableError extends Error {
 /** How long a process waits at start for REDIS_URL to answer before it gives up. */
 export const START_TIMEOUT_MS = 10_000;
 
-/** How long connections may be refused at start before a process gives up on REDIS_URL. */
+/** How long a one-off command lets connections be refused at start before it gives up on REDIS_URL. */
 export const REFUSED_FOR_MS = 1_000;
+
+const NOTHING_LISTENS = 'nothing listens there (connection refused); is Redis running?';
 
 /**
  * Waits until the connection is ready. A Redis that refuses the credentials fails at once; one
- * where nothing listens fails once its connections have been refused for REFUSED_FOR_MS; one that
- * cannot be reached otherwise fails after `timeoutMs`. The message names REDIS_URL, with the
- * password hidden.
+ * that cannot be reached fails after `timeoutMs`, or, where nothing listens, once its connections
+ * have been refused for `refusedForMs`. The message names REDIS_URL, with the password hidden.
+ *
+ * A one-off command passes REFUSED_FOR_MS: its user is waiting, and a wrong port is the likely
+ * cause. A service keeps the whole timeout: started a moment before its Redis (no start order, as
+ * in Kubernetes), it must wait for it rather than exit.
  *
  * @throws {RedisUnreachableError}
  */
 export async function waitForRedis(
   connection: RedisConnection,
   url: string,
-  timeoutMs = START_TIMEOUT_MS,
+  {
+    timeoutMs = START_TIMEOUT_MS,
+    refusedForMs = Number.POSITIVE_INFINITY,
+  }: { readonly timeoutMs?: number; readonly refusedForMs?: number } = {},
 ): Promise<void> {
   if (connection.status === 'ready') return;
   let lastError: Error | undefined;
@@ -186,8 +194,8 @@ export async function waitForRedis(
         // change. A Redis that is a moment from listening (a restart) still gets that while.
         if ((error as NodeJS.ErrnoException).code === 'ECONNREFUSED') {
           refusedSince ??= Date.now();
-          if (Date.now() - refusedSince >= REFUSED_FOR_MS) {
-            fail('nothing listens there (connection refused); is Redis running?');
+          if (Date.now() - refusedSince >= refusedForMs) {
+            fail(NOTHING_LISTENS);
           }
         } else {
           refusedSince = undefined;
@@ -198,7 +206,9 @@ export async function waitForRedis(
       timer = setTimeout(
         () =>
           fail(
-            `no answer within ${timeoutMs / 1000} s (${lastError?.message ?? 'no error reported'})`,
+            refusedSince !== undefined
+              ? NOTHING_LISTENS
+              : `no answer within ${timeoutMs / 1000} s (${lastError?.message ?? 'no error reported'})`,
           ),
         timeoutMs,
       );

@@ -25,6 +25,12 @@ const RECORD_SEGMENT = /^(?!v\d{1,2}$)[^/]*[\d_][^/]*$/;
 /** A word with a digit in it: a number, a hex id, a record id such as fb_123 or job-42. */
 const WITH_A_DIGIT = /[\p{L}\p{N}_-]*\d[\p{L}\p{N}_.:-]*/gu;
 
+/**
+ * A short name ending in a small number names a kind of thing, not a record: base64, utf8,
+ * sha256, oauth2, ipv6, S3. Two failures that differ there differ in cause.
+ */
+const NAME_WITH_A_NUMBER = /^\p{L}{1,6}\d{1,3}$/u;
+
 /** Words after which a three-digit number is an HTTP status, which says what went wrong. */
 const STATUS_BEFORE = /(?:\(|\b(?:answered|answer|status|code|HTTP|returned|responded|with)\s+)$/i;
 
@@ -52,7 +58,9 @@ function elideText(text: string): string {
       // A sentence's full stop (or a colon) after a number stays a full stop.
       const tail = /[.:]+$/.exec(word)?.[0] ?? '';
       const value = word.slice(0, word.length - tail.length);
-      return isStatus(value, whole.slice(0, offset)) ? word : ELIDED + tail;
+      return isStatus(value, whole.slice(0, offset)) || NAME_WITH_A_NUMBER.test(value)
+        ? word
+        : ELIDED + tail;
     })
     .replace(HEX_ID, ELIDED);
 }

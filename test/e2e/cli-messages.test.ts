@@ -46,7 +46,7 @@ describe('send', () => {
 });
 
 describe('a Redis where nothing listens', () => {
-  it.each([[['quarantine', 'list']], [['serve']]])(
+  it.each([[['quarantine', 'list']], [['deliveries', 'failed']]])(
     '%j says so in one sentence, not after the whole start timeout',
     async (args) => {
       const url = `redis://127.0.0.1:${await freePort()}`;

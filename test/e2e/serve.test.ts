@@ -1,10 +1,13 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { freePort } from '../helpers/free-port.js';
-import { runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import { reportedUrl, runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import { START_TIMEOUT_MS } from '../../src/queue/redis.js';
 
 const sh = promisify(execFile);
 const SECRET = 'e2e-secret-4be1';
@@ -126,6 +129,23 @@ describe('feedback-receiver serve', () => {
     );
     expect(cli.output()).not.toContain('hunter2');
     expect(cli.output()).not.toContain('receiver listening');
+  });
+
+  it('waits for a Redis that comes up after it, as where nothing orders the starts', async () => {
+    const redis = await startRedisServer();
+    await redis.shutdown();
+    const cli = runCli(['serve'], { WEBHOOK_SECRET: SECRET, PORT: '0', REDIS_URL: redis.url });
+    try {
+      // The outage is the scenario: refused for half the start timeout, several times as long as
+      // a one-off command would wait (REFUSED_FOR_MS), across several of ioredis's retries.
+      await sleep(START_TIMEOUT_MS / 2);
+      await redis.start();
+      await reportedUrl(cli, 'receiver listening');
+    } finally {
+      cli.child.kill('SIGTERM');
+      await cli.exited();
+      await redis.stop();
+    }
   });
 
   it.each(['serve', 'work'])(

@@ -55,6 +55,16 @@ describe('a failure’s cause', () => {
     );
   });
 
+  it('keeps the names of kinds of things that end in a number', () => {
+    expect(failureCause('invalid base64 in the screenshot')).toBe(
+      'invalid base64 in the screenshot',
+    );
+    expect(failureCause('invalid utf8 in the screenshot')).not.toBe(
+      failureCause('invalid base64 in the screenshot'),
+    );
+    expect(failureCause('sha256 of S3 object 8812 differs')).toBe('sha256 of S3 object … differs');
+  });
+
   it('keeps apostrophes, and the words around the values', () => {
     expect(failureCause("the token's user cannot see project 12")).toBe(
       "the token's user cannot see project …",
