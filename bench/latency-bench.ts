@@ -38,6 +38,7 @@ const SECRET = 'bench-latency-secret-0123456789';
 const PREFIX = 'bench-latency';
 const OPEN_LOOP = here('./open-loop-client.js');
 const DEADLINE_MS = 60_000;
+const WARM_UP_SECONDS = 2;
 
 export async function benchLatency(options: LatencyBenchOptions): Promise<LatencyRow[]> {
   const port = await freePort();
@@ -64,29 +65,37 @@ export async function benchLatency(options: LatencyBenchOptions): Promise<Latenc
       ],
     },
   );
+  /** Offers `perSecond` for `seconds`, then waits for every accepted delivery's handler. */
+  const measure = async (perSecond: number, seconds: number): Promise<LatencyRow> => {
+    latencies.length = 0;
+    const settings: OpenLoopSettings = {
+      url: `${receiver.url}/webhooks/feedback`,
+      perSecond,
+      seconds,
+      secret: SECRET,
+      runId: randomUUID().slice(0, 8),
+    };
+    const sent = await runJsonProcess<OpenLoopResult>(options.pinning, OPEN_LOOP, settings);
+    const deadline = Date.now() + DEADLINE_MS;
+    while (latencies.length < sent.ok && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return {
+      perSecond,
+      sent: sent.sent,
+      handled: latencies.length,
+      p50Ms: percentile(latencies, 50),
+      p99Ms: percentile(latencies, 99),
+    };
+  };
   try {
+    // A round not counted: the first deliveries pay for the processes' start (code compiled on
+    // first use, connections and scripts loaded), which says nothing of a running service.
+    const warm = await measure(options.rates[0]!, WARM_UP_SECONDS);
+    process.stderr.write(`latency   warm-up (not counted): p99 ${warm.p99Ms} ms\n`);
     const rows: LatencyRow[] = [];
     for (const perSecond of options.rates) {
-      latencies.length = 0;
-      const settings: OpenLoopSettings = {
-        url: `${receiver.url}/webhooks/feedback`,
-        perSecond,
-        seconds: options.seconds,
-        secret: SECRET,
-        runId: randomUUID().slice(0, 8),
-      };
-      const sent = await runJsonProcess<OpenLoopResult>(options.pinning, OPEN_LOOP, settings);
-      const deadline = Date.now() + DEADLINE_MS;
-      while (latencies.length < sent.ok && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      const row = {
-        perSecond,
-        sent: sent.sent,
-        handled: latencies.length,
-        p50Ms: percentile(latencies, 50),
-        p99Ms: percentile(latencies, 99),
-      };
+      const row = await measure(perSecond, options.seconds);
       process.stderr.write(
         `latency   ${perSecond}/s: ${row.handled} of ${row.sent} handled, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms\n`,
       );
