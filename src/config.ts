@@ -170,7 +170,6 @@ const WorkerEnv = z.object({
   WORKER_CONCURRENCY: integer(1, 1000).default(10),
   WORKER_LOCK_SECONDS: integer(1, 3600).default(30),
   SHUTDOWN_TIMEOUT_SECONDS: integer(0, 3600).default(30),
-  WORKER_WATCHDOG_SECONDS: integer(1, 3600).default(30),
   METRICS_PORT: integer(0, 65535).default(9464),
   TRIAGE_RULES: z.string().trim().min(1).optional(),
   TRIAGE_DRY_RUN: booleanFlag.default(false),
@@ -284,11 +283,6 @@ export interface WorkerConfig extends SharedConfig {
   /** How long a job's lock lasts; a worker that dies mid-job loses its jobs to others after it. */
   readonly lockSeconds: number;
   readonly shutdownTimeoutSeconds: number;
-  /**
-   * A BullMQ worker that takes no job for this long while jobs wait and it has room is
-   * recreated (it can get stuck after a failover).
-   */
-  readonly watchdogSeconds: number;
   /** Where the worker serves /healthz, /readyz and /metrics. */
   readonly metricsPort: number;
   /** Auto-triage, when TRIAGE_RULES names a rules file. */
@@ -440,7 +434,6 @@ export function loadWorkerConfig(
     concurrency: vars.WORKER_CONCURRENCY,
     lockSeconds: vars.WORKER_LOCK_SECONDS,
     shutdownTimeoutSeconds: vars.SHUTDOWN_TIMEOUT_SECONDS,
-    watchdogSeconds: vars.WORKER_WATCHDOG_SECONDS,
     metricsPort: vars.METRICS_PORT,
     triage,
   });

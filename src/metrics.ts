@@ -22,8 +22,6 @@ export interface Metrics {
   readonly rateLimitWaitSeconds: Counter;
   /** Quarantine entries dropped to keep it within its bounds, by bound: age, count, bytes. */
   readonly quarantineDropped: Counter<'bound'>;
-  /** Workers recreated by the watchdog, by queue. */
-  readonly workerRestarts: Counter<'queue'>;
   /**
    * Reports the depths (waiting, active, delayed, failed) of these queues on scrapes. A function
    * is asked at each read, for a list of queues that changes (one per handler, as workers
@@ -162,12 +160,6 @@ export function createMetrics({
       name: 'feedback_receiver_quarantine_dropped_total',
       help: 'Quarantine entries dropped, oldest first, to keep it within QUARANTINE_MAX_AGE_DAYS (bound "age"), QUARANTINE_MAX_ENTRIES ("count") and QUARANTINE_MAX_BYTES ("bytes").',
       labelNames: ['bound'],
-      registers,
-    }),
-    workerRestarts: new Counter({
-      name: 'feedback_receiver_worker_restarts_total',
-      help: 'BullMQ workers the watchdog recreated because they took no job while jobs waited.',
-      labelNames: ['queue'],
       registers,
     }),
     watchQueues: (queues) => {

@@ -134,7 +134,6 @@ export async function startWorker(
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     ackReplicas: config.ackReplicas,
     lockDurationMs: config.lockSeconds * 1000,
-    watchdogMs: config.watchdogSeconds * 1000,
     retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
     metrics,
     dryRun: config.triage?.dryRun === true,

@@ -154,31 +154,31 @@ export function createQuarantine({
   scripted.defineCommand('addToQuarantine', { numberOfKeys: 3, lua: ADD });
   scripted.defineCommand('removeFromQuarantine', { numberOfKeys: 3, lua: REMOVE });
 
-  /** The summaries of these ids, in their order; ids whose entry is gone are left out. */
-  async function summaries(ids: string[], lastReceived: number[]): Promise<QuarantineSummary[]> {
-    if (ids.length === 0) return [];
-    const pipeline = connection.pipeline();
-    for (const id of ids) pipeline.hmget(entryKey(id), 'meta', 'received');
-    const results = (await pipeline.exec()) ?? [];
-    return ids.flatMap((id, index) => {
-      const [error, fields] = results[index] ?? [];
-      if (error) throw error;
-      const [meta, received] = (fields ?? []) as (string | null)[];
-      return meta ? [summaryOf(id, meta, received, lastReceived[index])] : [];
-    });
-  }
-
-  async function newest(count: number, offset = 0): Promise<[string[], number[]]> {
+  /**
+   * The newest entries' summaries, each with the start of its body that a search looks through;
+   * an entry gone since the index was read is left out.
+   */
+  async function newest(
+    count: number,
+    offset = 0,
+  ): Promise<{ summary: QuarantineSummary; excerpt: string }[]> {
     // ZREVRANGE's stop of -1 would mean "to the end".
-    if (count <= 0) return [[], []];
+    if (count <= 0) return [];
     const flat = await connection.zrevrange(indexKey, offset, offset + count - 1, 'WITHSCORES');
-    const ids: string[] = [];
-    const scores: number[] = [];
+    if (flat.length === 0) return [];
+    const pipeline = connection.pipeline();
     for (let at = 0; at < flat.length; at += 2) {
-      ids.push(flat[at]!);
-      scores.push(Number(flat[at + 1]));
+      pipeline.hmget(entryKey(flat[at]!), 'meta', 'received', 'excerpt');
     }
-    return [ids, scores];
+    const results = (await pipeline.exec()) ?? [];
+    return results.flatMap(([error, fields], index) => {
+      if (error) throw error;
+      const [meta, received, excerpt] = fields as (string | null)[];
+      const [id, score] = [flat[2 * index]!, Number(flat[2 * index + 1])];
+      return meta
+        ? [{ summary: summaryOf(id, meta, received, score), excerpt: excerpt ?? '' }]
+        : [];
+    });
   }
 
   const quarantine: Quarantine = {
@@ -207,27 +207,20 @@ export function createQuarantine({
     },
 
     async list({ offset = 0, limit = 50 } = {}) {
-      return summaries(...(await newest(limit, offset)));
+      return (await newest(limit, offset)).map(({ summary }) => summary);
     },
 
     count: () => connection.zcard(indexKey),
 
     async search(text, within) {
       const wanted = text.toLowerCase();
-      const [ids, scores] = await newest(within);
-      if (ids.length === 0) return [];
-      const pipeline = connection.pipeline();
-      for (const id of ids) pipeline.hmget(entryKey(id), 'meta', 'received', 'excerpt');
-      const results = (await pipeline.exec()) ?? [];
-      return ids.flatMap((id, index) => {
-        const [error, fields] = results[index] ?? [];
-        if (error) throw error;
-        const [meta, received, excerpt] = (fields ?? []) as (string | null)[];
-        if (!meta) return [];
-        const summary = summaryOf(id, meta, received, scores[index]);
-        const haystack = [id, summary.deliveryId ?? '', excerpt ?? ''];
-        return haystack.some((field) => field.toLowerCase().includes(wanted)) ? [summary] : [];
-      });
+      return (await newest(within))
+        .filter(({ summary, excerpt }) =>
+          [summary.id, summary.deliveryId ?? '', excerpt].some((field) =>
+            field.toLowerCase().includes(wanted),
+          ),
+        )
+        .map(({ summary }) => summary);
     },
 
     async get(id) {

@@ -214,15 +214,18 @@ export function createDeliveryLog(
 function withOutcomes(runs: readonly RunView[], entry: HistoryEntry | undefined): RunView[] {
   return runs.map((run): RunView => {
     const outcome = entry?.outcomes[run.handler];
-    if (run.state !== 'unknown' || !outcome) return run;
-    return {
-      ...run,
-      state: outcome.state,
-      finishedAt: outcome.at,
-      ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
-      ...(outcome.result === undefined ? {} : { result: outcome.result }),
-    };
+    return run.state !== 'unknown' || !outcome ? run : { ...run, ...outcomeOf(outcome) };
   });
+}
+
+/** A run's outcome as the history keeps it. */
+function outcomeOf(outcome: HistoryEntry['outcomes'][string]) {
+  return {
+    state: outcome.state,
+    finishedAt: outcome.at,
+    ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+    ...(outcome.result === undefined ? {} : { result: outcome.result }),
+  };
 }
 
 function summaryOf(entry: HistoryEntry): DeliverySummary {
@@ -233,14 +236,7 @@ function summaryOf(entry: HistoryEntry): DeliverySummary {
     state: stateOfEntry(entry),
     runs: entry.handlers.map((handler): RunSummary => {
       const outcome = entry.outcomes[handler];
-      if (!outcome) return { handler, state: 'pending' };
-      return {
-        handler,
-        state: outcome.state,
-        finishedAt: outcome.at,
-        ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
-        ...(outcome.result === undefined ? {} : { result: outcome.result }),
-      };
+      return outcome ? { handler, ...outcomeOf(outcome) } : { handler, state: 'pending' };
     }),
   };
 }

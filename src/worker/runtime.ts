@@ -1,8 +1,11 @@
 /**
  * The worker runtime: one BullMQ worker consuming `deliveries` (each job routes a delivery: it
  * adds its runs), one per handler consuming that handler's queue (every attempt of its runs), and
- * how they stop. A watchdog recreates a worker that stops taking jobs (watchdog.ts). What happens
- * to a run is in runs.ts.
+ * how they stop. What happens to a run is in runs.ts.
+ *
+ * After a failover BullMQ (6.7) recovers a worker's blocking connection by itself (the fix of
+ * bullmq issue 4378): reliability scenario 14 shows the same worker taking runs again on the new
+ * primary, so nothing here watches for a worker that stopped taking jobs.
  */
 import { Queue, Worker, type Job } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,7 +21,12 @@ import {
   type HandlerRunData,
   type RunQueues,
 } from '../runs/run-queues.js';
-import { CLOSE_WITHIN_MS, type RedisConnection } from '../queue/redis.js';
+import {
+  CLOSE_WITHIN_MS,
+  closeConnection,
+  duplicateConnection,
+  type RedisConnection,
+} from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
@@ -27,7 +35,6 @@ import { announceHandlers } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
-import { watchWorker, type WatchedWorker } from './watchdog.js';
 
 export interface WorkerRuntimeOptions {
   /** A worker connection (see createWorkerConnection); BullMQ adds its blocking ones to it. */
@@ -49,13 +56,8 @@ export interface WorkerRuntimeOptions {
   readonly lockDurationMs?: number;
   /** Retention of handler runs; the default keeps failed runs (the dead letter) 30 days. */
   readonly retention?: JobRetention;
-  /** Counts and times handler runs by outcome, and counts workers the watchdog recreated. */
-  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration' | 'workerRestarts'>;
-  /**
-   * A worker that takes no job for this long while jobs wait and it has room is recreated
-   * (see watchdog.ts). Default: 30 000.
-   */
-  readonly watchdogMs?: number;
+  /** Counts and times handler runs by outcome. */
+  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration'>;
   /**
    * TRIAGE_DRY_RUN: auto-triage matches and logs, and sends nothing. Said on the start line, so a
    * dry run is not taken for a live one. Default: false.
@@ -76,8 +78,6 @@ export interface WorkerRuntime {
    */
   close(timeoutMs?: number): Promise<void>;
 }
-
-const DEFAULT_WATCHDOG_MS = 30_000;
 
 /** How long handlers get to stop after their signal fired, before they are abandoned. */
 export const ABANDON_AFTER_MS = 5_000;
@@ -123,13 +123,29 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     maxStalledCount: MAX_STALLED_COUNT,
   };
   const onError = (error: Error) => logger.warn({ error: error.message }, 'worker error');
-  const watchdog = {
-    connection,
-    concurrency,
-    stuckAfterMs: options.watchdogMs ?? DEFAULT_WATCHDOG_MS,
-    logger,
-    restarted: (queue: string) => options.metrics?.workerRestarts.inc({ queue }),
+  /**
+   * Each worker on a connection of its own (a duplicate of the process's): abandoning one cuts
+   * off only that one, while the queues, the completion ledger and the history writer keep the
+   * process's connection to the end.
+   */
+  const startWorker = (make: (own: RedisConnection) => BullWorker): OwnWorker => {
+    const own = duplicateConnection(connection);
+    // The process's connection already reports an outage; this one's errors are the same ones.
+    own.on('error', (error: Error) =>
+      logger.debug({ error: error.message }, 'worker connection error'),
+    );
+    const worker = make(own);
+    return {
+      worker,
+      close: () => worker.close().then(() => closeConnection(own)),
+      // BullMQ's disconnect waits for an end that a connection already down never sees.
+      abandon: () => {
+        void worker.disconnect().catch(() => undefined);
+        own.disconnect();
+      },
+    };
   };
+
   /**
    * A job that failed for good: its delivery's history says so. A failed attempt that will be
    * retried has no finish time. A routing that failed has no handlers: its entry says `routing`.
@@ -147,45 +163,37 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   };
   const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, withTelemetry({ connection, prefix }));
   deliveries.on('error', onQueueError);
-  const deliveriesWorker = watchWorker({
-    ...watchdog,
-    queue: deliveries,
-    processor: runs.route,
-    create: (processor, own) =>
-      new Worker(DELIVERIES_QUEUE, processor, withTelemetry({ ...workerOptions, connection: own }))
-        .on('error', onError)
-        .on('failed', (job) => job && failedForGood(job, job.data, ROUTING)),
-  });
-  const handlerWorkers = handlers.map(({ name }) =>
-    watchWorker({
-      ...watchdog,
-      queue: runQueues.of(name),
-      processor: runs.run,
-      create: (processor, own) =>
-        new Worker<HandlerRunData>(
-          runQueueName(name),
-          processor,
-          withTelemetry({
-            ...workerOptions,
-            connection: own,
-            limiter: RUNS_LIMITER,
-            settings: { backoffStrategy: runs.backoff },
-          }),
-        )
-          .on('error', onError)
-          .on('completed', (job) => {
-            const successKey = successKeyOf(job);
-            if (successKey) completions.confirmed(successKey, job.id!);
-          })
-          .on(
-            'failed',
-            (job) =>
-              job && failedForGood(job, (job.data as Partial<HandlerRunData>).delivery, job.name),
-          ),
-    }),
+  const deliveriesWorker = startWorker((own) =>
+    new Worker(DELIVERIES_QUEUE, runs.route, withTelemetry({ ...workerOptions, connection: own }))
+      .on('error', onError)
+      .on('failed', (job) => job && failedForGood(job, job.data, ROUTING)),
   );
-  const workers: Watched[] = [deliveriesWorker, ...handlerWorkers];
-  await Promise.all(workers.map((watched) => watched.worker.waitUntilReady()));
+  const handlerWorkers = handlers.map(({ name }) =>
+    startWorker((own) =>
+      new Worker<HandlerRunData>(
+        runQueueName(name),
+        runs.run,
+        withTelemetry({
+          ...workerOptions,
+          connection: own,
+          limiter: RUNS_LIMITER,
+          settings: { backoffStrategy: runs.backoff },
+        }),
+      )
+        .on('error', onError)
+        .on('completed', (job) => {
+          const successKey = successKeyOf(job);
+          if (successKey) completions.confirmed(successKey, job.id!);
+        })
+        .on(
+          'failed',
+          (job) =>
+            job && failedForGood(job, (job.data as Partial<HandlerRunData>).delivery, job.name),
+        ),
+    ),
+  );
+  const workers = [deliveriesWorker, ...handlerWorkers];
+  await Promise.all(workers.map(({ worker }) => worker.waitUntilReady()));
   // The console offers these by name and finds their queues, and a backfill gives a new run the
   // handler's attempts.
   await announceHandlers(
@@ -206,7 +214,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
       runs.shutDown();
-      const graceful = Promise.all(workers.map((watched) => watched.close()));
+      const graceful = Promise.all(workers.map((own) => own.close()));
       if (!(await settlesWithin(graceful, timeoutMs))) {
         const running = runs.abortAll(new Error('worker shutting down'));
         logger.warn({ running }, 'shutdown timeout: aborting running handlers');
@@ -215,7 +223,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
             { runs: runs.inFlight() },
             'workers still not closed after their handlers were aborted (a handler ignores its signal, or Redis is away): abandoning them; a job still running runs again elsewhere once its lock expires',
           );
-          for (const watched of workers) watched.abandon();
+          for (const own of workers) own.abandon();
         }
       }
       await settlesWithin(history.close(), CLOSE_WITHIN_MS);
@@ -229,10 +237,17 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   return { deliveries, runQueues, close };
 }
 
-/** What the runtime does with each of its watched workers, whatever its jobs' data. */
-type Watched = Pick<WatchedWorker<unknown>, 'close' | 'abandon'> & {
-  readonly worker: { waitUntilReady(): Promise<unknown> };
-};
+/** What the runtime does with a BullMQ worker, whatever its jobs' data. */
+type BullWorker = Pick<Worker, 'close' | 'disconnect' | 'waitUntilReady'>;
+
+/** A worker and its own connection. */
+interface OwnWorker {
+  readonly worker: BullWorker;
+  /** Closes the worker (waiting for its running jobs), then its connection. */
+  close(): Promise<void>;
+  /** Cuts it off from Redis without waiting: its running jobs run again elsewhere. Returns at once. */
+  abandon(): void;
+}
 
 /** Whether `promise` settled within `ms`; it goes on either way. */
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {

@@ -1,8 +1,9 @@
 /**
  * Issue 21's defects, one test each, every one written to fail on the design before it (a run's
  * first attempt made inside its routing job) and to hold on the design of one executor. The
- * watchdog's zombie (defect 4) is in watchdog.test.ts; a worker process that exits on SIGTERM
- * whatever its handlers do is in test/e2e/worker-shutdown.test.ts.
+ * watchdog's zombie (defect 4) went with the watchdog: BullMQ 6.7 reconnects a worker by itself
+ * (reliability scenario 14). A worker process that exits on SIGTERM whatever its handlers do is
+ * in test/e2e/worker-shutdown.test.ts.
  *
  * Where a defect needs Redis to refuse a write (the issue saw an OOM error while a run was
  * queued), the worker connects as a Redis user of the test's own that may write every key but

@@ -35,7 +35,7 @@ it('runs nothing again that completed before a failover lost its record', async 
   } finally {
     primary.disconnect();
   }
-  const worker = await cluster.work({ ACK_REPLICAS: '1', WORKER_WATCHDOG_SECONDS: '5' });
+  const worker = await cluster.work({ ACK_REPLICAS: '1' });
   // Every delivery routed and every run completed on the primary: the replica has none of it.
   await vi.waitFor(
     async () => {

@@ -184,7 +184,6 @@ describe('loadWorkerConfig', () => {
       concurrency: 10,
       lockSeconds: 30,
       shutdownTimeoutSeconds: 30,
-      watchdogSeconds: 30,
       metricsPort: 9464,
       triage: undefined,
     });
