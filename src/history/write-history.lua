@@ -62,7 +62,7 @@ for _, op in ipairs(ops) do
     if op.f then redis.call('HSET', ids, 'f:' .. op.f, seq) end
     redis.call('PEXPIREAT', ids, op.expireAt)
     redis.call('SET', base .. 'first:' .. op.day, seq, 'NX', 'PXAT', op.expireAt)
-    for _, word in ipairs(op.words) do post(base .. 'w:' .. op.day .. ':' .. word, seq, op.expireAt) end
+    for word in string.gmatch(op.words, '%S+') do post(base .. 'w:' .. op.day .. ':' .. word, seq, op.expireAt) end
   end
 end
 for _, term in ipairs(terms) do
