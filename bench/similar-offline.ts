@@ -6,8 +6,8 @@
  * time one record takes (terms, query, grouping) with 10 000 and 100 000 records kept.
  *
  *   npm run build && tsc -p bench && node dist-bench/bench/similar-offline.js [--data file]...
- *     [--threshold 0.3] [--sweep] [--max-terms 64] [--title-weight 2] [--pair-weight 0.5]
- *     [--url-weight 1] [--prefix 6] [--no-timing]
+ *     [--threshold 0.35] [--sweep] [--max-terms 80] [--title-weight 2] [--pair-weight 0.5]
+ *     [--piece-weight 0.25] [--url-weight 1] [--prefix 5] [--no-timing]
  *
  * Timing runs must hold the bench lock: `flock -x /work/bench.lock node dist-bench/...`.
  */
@@ -41,6 +41,7 @@ const { values } = parseArgs({
     'max-terms': { type: 'string' },
     'title-weight': { type: 'string' },
     'pair-weight': { type: 'string' },
+    'piece-weight': { type: 'string' },
     'url-weight': { type: 'string' },
     prefix: { type: 'string' },
     'no-timing': { type: 'boolean', default: false },
@@ -62,6 +63,7 @@ const maxTerms = number(values['max-terms'], MAX_TERMS);
 const terms: TermOptions = {
   titleWeight: number(values['title-weight'], DEFAULT_TERM_OPTIONS.titleWeight),
   pairWeight: number(values['pair-weight'], DEFAULT_TERM_OPTIONS.pairWeight),
+  pieceWeight: number(values['piece-weight'], DEFAULT_TERM_OPTIONS.pieceWeight),
   urlWeight: number(values['url-weight'], DEFAULT_TERM_OPTIONS.urlWeight),
   prefixLength: number(values.prefix, DEFAULT_TERM_OPTIONS.prefixLength),
 };
@@ -159,7 +161,7 @@ const fixed = (value: number, digits = 3) => value.toFixed(digits);
 
 console.log(
   `options: threshold ${threshold}, max terms ${maxTerms}, title weight ${terms.titleWeight}, ` +
-    `pair weight ${terms.pairWeight}, url weight ${terms.urlWeight}, prefix ${terms.prefixLength}`,
+    `pair weight ${terms.pairWeight}, piece weight ${terms.pieceWeight}, url weight ${terms.urlWeight}, prefix ${terms.prefixLength}`,
 );
 for (const file of values.data ?? DEFAULT_DATA) {
   const rows = readRows(file);

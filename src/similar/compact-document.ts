@@ -1,13 +1,13 @@
 /**
  * What is kept of a record for similarity: its most telling terms, at most MAX_TERMS of them, each
  * a 32-bit hash with its count quantised to a byte. Stored as bytes: a version, the number of
- * terms, the hashes (4 bytes each, little-endian) and the counts (1 byte each), 2 + 5 × 64 = 322
+ * terms, the hashes (4 bytes each, little-endian) and the counts (1 byte each), 2 + 5 × 80 = 402
  * bytes at most, whatever the size of the record.
  */
 import type { TermCounts } from './document-terms.js';
 
 /** Terms kept per record. */
-export const MAX_TERMS = 64;
+export const MAX_TERMS = 80;
 
 /** Counts are kept in quarters, so a pair term (counting half) and title terms keep their weight. */
 export const COUNT_STEP = 0.25;

@@ -1,30 +1,48 @@
 /**
- * A record's terms and how often each occurs, weighted by field: a title states the problem in
- * few words, so its terms count more than the description's. Consecutive word pairs are terms
- * too ("not loading" is more than "not" and "loading").
+ * A record's terms and how much each counts, weighted by field. Three kinds of term, one hash
+ * space:
+ * - a word cut to its first five characters: a language-neutral stand-in for stemming that joins
+ *   "scroll", "scrolling" and "scrolled";
+ * - a pair of consecutive words ("not loading" says more than "not" and "loading");
+ * - the four-character pieces of longer words, at a small weight, so a misspelt word
+ *   ("unautorized") still shares most of its pieces with the right one ("unauthorized").
+ * A title states the problem in few words, so its terms count more than the description's.
  */
 import { consideredText, type SimilarRecord } from './considered-text.js';
 import { termHash } from './term-hash.js';
-import { MAX_TERMS_PER_TEXT, tokenize, WORD_PREFIX_LENGTH } from './tokenize.js';
-import { urlTerms } from './url-terms.js';
+import { tokenize } from './tokenize.js';
+import { urlWords } from './url-words.js';
 
 export interface TermOptions {
   /** How much more a title's term counts than a description's. Default 2. */
   readonly titleWeight: number;
-  /** How much a pair of consecutive terms counts against a single one. Default 0.5 (0: no pairs). */
+  /** How much a pair of consecutive words counts against a single one. Default 0.5 (0: no pairs). */
   readonly pairWeight: number;
-  /** How much a URL path term counts. Default 1. */
+  /** How much a piece of a word counts against the word. Default 0.25 (0: no pieces). */
+  readonly pieceWeight: number;
+  /** How much a URL path word counts. Default 1. */
   readonly urlWeight: number;
-  /** Longest word prefix kept as a term. Default WORD_PREFIX_LENGTH. */
+  /** Longest word prefix kept as a term. Default 5. */
   readonly prefixLength: number;
 }
 
 export const DEFAULT_TERM_OPTIONS: TermOptions = {
   titleWeight: 2,
   pairWeight: 0.5,
+  pieceWeight: 0.25,
   urlWeight: 1,
-  prefixLength: WORD_PREFIX_LENGTH,
+  prefixLength: 5,
 };
+
+/** Characters in a piece of a word; only words longer than a piece are cut into pieces. */
+export const PIECE_LENGTH = 4;
+
+/** Characters of a word cut into pieces at most: a 500-letter "word" is no word. */
+const MAX_PIECED_WORD_LENGTH = 32;
+
+/** Marks a word's start and end in its pieces, and keeps pieces apart from words and pairs. */
+const PIECE_EDGE = '\u0002';
+const PAIR_SEPARATOR = ' ';
 
 /** Term hash to its weighted count in the record. */
 export type TermCounts = Map<number, number>;
@@ -35,29 +53,38 @@ export function documentTerms(
 ): TermCounts {
   const text = consideredText(record);
   const counts: TermCounts = new Map();
-  addText(
-    counts,
-    tokenize(text.title, MAX_TERMS_PER_TEXT, options.prefixLength),
-    options.titleWeight,
-    options.pairWeight,
-  );
-  addText(
-    counts,
-    tokenize(text.description, MAX_TERMS_PER_TEXT, options.prefixLength),
-    1,
-    options.pairWeight,
-  );
-  addText(counts, urlTerms(text.url, options.prefixLength), options.urlWeight, 0);
+  addWords(counts, tokenize(text.title), options.titleWeight, options);
+  addWords(counts, tokenize(text.description), 1, options);
+  addWords(counts, urlWords(text.url), options.urlWeight, {
+    ...options,
+    pairWeight: 0,
+    pieceWeight: 0,
+  });
   return counts;
 }
 
-function addText(counts: TermCounts, terms: string[], weight: number, pairWeight: number): void {
+function addWords(counts: TermCounts, words: string[], weight: number, options: TermOptions): void {
   if (weight <= 0) return;
-  for (let i = 0; i < terms.length; i += 1) {
-    const term = terms[i] as string;
+  let previous: string | undefined;
+  for (const word of words) {
+    const chars = [...word];
+    const term =
+      chars.length > options.prefixLength ? chars.slice(0, options.prefixLength).join('') : word;
     add(counts, termHash(term), weight);
-    if (pairWeight > 0 && i > 0)
-      add(counts, termHash(`${terms[i - 1] as string} ${term}`), weight * pairWeight);
+    if (options.pairWeight > 0 && previous !== undefined) {
+      add(counts, termHash(previous + PAIR_SEPARATOR + term), weight * options.pairWeight);
+    }
+    previous = term;
+    if (options.pieceWeight > 0 && chars.length > PIECE_LENGTH) {
+      const edged = [PIECE_EDGE, ...chars.slice(0, MAX_PIECED_WORD_LENGTH), PIECE_EDGE];
+      for (let i = 0; i + PIECE_LENGTH <= edged.length; i += 1) {
+        add(
+          counts,
+          termHash(PIECE_EDGE + edged.slice(i, i + PIECE_LENGTH).join('')),
+          weight * options.pieceWeight,
+        );
+      }
+    }
   }
 }
 

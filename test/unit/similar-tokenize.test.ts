@@ -2,12 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { consideredText, CONSIDERED_CHARACTERS } from '../../src/similar/considered-text.js';
 import { compactDocument, MAX_TERMS } from '../../src/similar/compact-document.js';
 import { documentTerms } from '../../src/similar/document-terms.js';
-import { MAX_TERMS_PER_TEXT, tokenize } from '../../src/similar/tokenize.js';
-import { urlTerms } from '../../src/similar/url-terms.js';
+import { termHash } from '../../src/similar/term-hash.js';
+import { MAX_WORDS_PER_TEXT, tokenize } from '../../src/similar/tokenize.js';
+import { urlWords } from '../../src/similar/url-words.js';
 
 describe('tokenize', () => {
-  it('lowercases words, folds compatibility forms and cuts them to a prefix', () => {
-    expect(tokenize('Scrolling SCROLLED ｆｕｌｌｗｉｄｔｈ')).toEqual(['scrol', 'scrol', 'fullw']);
+  it('lowercases words and folds compatibility forms', () => {
+    expect(tokenize('Scrolling SCROLLED ｆｕｌｌｗｉｄｔｈ')).toEqual([
+      'scrolling',
+      'scrolled',
+      'fullwidth',
+    ]);
   });
 
   it('leaves out one-letter words and punctuation', () => {
@@ -20,18 +25,18 @@ describe('tokenize', () => {
   });
 
   it('cuts a run that mixes scripts where the script changes', () => {
-    expect(tokenize('iphone版本')).toEqual(['iphon', '版本']);
+    expect(tokenize('iphone版本')).toEqual(['iphone', '版本']);
   });
 
   it('keeps right-to-left words whole', () => {
     expect(tokenize('زر الدفع لا يعمل')).toEqual(['زر', 'الدفع', 'لا', 'يعمل']);
-    expect(tokenize('הכפתור לא עובד')).toEqual(['הכפתו', 'לא', 'עובד']);
+    expect(tokenize('הכפתור לא עובד')).toEqual(['הכפתור', 'לא', 'עובד']);
   });
 
   it('treats emoji, control bytes and lone surrogates as separators', () => {
     expect(tokenize('pay\u0000button\u0007😡😡\u202e\ud800crash')).toEqual([
       'pay',
-      'butto',
+      'button',
       'crash',
     ]);
     expect(tokenize('😡🔥💳')).toEqual([]);
@@ -42,21 +47,51 @@ describe('tokenize', () => {
   });
 
   it('stops after a bounded number of terms', () => {
-    expect(tokenize('crash '.repeat(100_000))).toHaveLength(MAX_TERMS_PER_TEXT);
+    expect(tokenize('crash '.repeat(100_000))).toHaveLength(MAX_WORDS_PER_TEXT);
   });
 });
 
-describe('urlTerms', () => {
+describe('urlWords', () => {
   it('takes the words of the path, not the host, the query or ids', () => {
-    expect(urlTerms('https://shop.example.com/checkout/payment/12345?session=abc#top')).toEqual([
-      'check',
-      'payme',
+    expect(urlWords('https://shop.example.com/checkout/payment/12345?session=abc#top')).toEqual([
+      'checkout',
+      'payment',
     ]);
-    expect(urlTerms('/register')).toEqual(['regis']);
+    expect(urlWords('/register')).toEqual(['register']);
   });
 
   it('reads a malformed escape as text', () => {
-    expect(urlTerms('/caf%E9%/menu')).toEqual(['caf', 'e9', 'menu']);
+    expect(urlWords('/caf%E9%/menu')).toEqual(['caf', 'e9', 'menu']);
+  });
+});
+
+describe('documentTerms', () => {
+  const has = (terms: Map<number, number>, term: string) => terms.get(termHash(term));
+
+  it('counts a word by its prefix, so other forms of it match', () => {
+    const terms = documentTerms({ description: 'scrolling scrolled' });
+    expect(has(terms, 'scrol')).toBe(2);
+  });
+
+  it('counts a title word twice as much as a description word', () => {
+    expect(has(documentTerms({ title: 'checkout', description: 'checkout' }), 'check')).toBe(3);
+  });
+
+  it('counts pairs of consecutive words at half weight', () => {
+    expect(has(documentTerms({ description: 'not loading' }), 'not loadi')).toBe(0.5);
+  });
+
+  it('shares pieces between a misspelt word and the right one', () => {
+    const right = documentTerms({ description: 'unauthorized' });
+    const wrong = documentTerms({ description: 'unautorized' });
+    const shared = [...wrong.keys()].filter((hash) => right.has(hash));
+    // "unau" with its edge, "unau", "naut" and the last four pieces: not the word itself.
+    expect(shared.length).toBeGreaterThanOrEqual(5);
+    expect(right.has(termHash('unaut'))).toBe(true);
+  });
+
+  it('takes the words of the URL path', () => {
+    expect(has(documentTerms({ url: 'https://example.com/checkout' }), 'check')).toBe(1);
   });
 });
 
