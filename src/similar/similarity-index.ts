@@ -23,6 +23,15 @@ export interface SimilarMatch {
 /** How many best matches a query gives by default. */
 export const DEFAULT_MATCH_LIMIT = 10;
 
+/**
+ * A term held by more documents than this (a share of all, and at least the floor) is too common
+ * to find candidates by: reading its postings would cost a pass over most of the index for a term
+ * that says little. It still counts, exactly, in the score of every document found through a
+ * rarer term; a document that shares only such terms with the query is not a match.
+ */
+const COMMON_TERM_SHARE = 0.05;
+const COMMON_TERM_FLOOR = 1_000;
+
 /** Growth (as a share of the size) after which every document's vector length is computed again. */
 const NORM_REFRESH_GROWTH = 0.1;
 
@@ -95,12 +104,18 @@ export class SimilarityIndex {
     if (queryNorm === 0 || limit <= 0) return [];
     const scores = this.scores;
     const touched: number[] = [];
+    const commonLimit = Math.max(COMMON_TERM_FLOOR, COMMON_TERM_SHARE * this.size);
+    const common: { hash: number; queryWeight: number }[] = [];
     for (let i = 0; i < document.hashes.length; i += 1) {
       const hash = document.hashes[i] as number;
       const list = this.postings.get(hash);
       if (list === undefined) continue;
       const idf = this.rarity(hash);
       const queryWeight = termWeight(document.counts[i] as number) * idf * idf;
+      if (list.length > commonLimit) {
+        common.push({ hash, queryWeight });
+        continue;
+      }
       const { docs, weights, length } = list;
       for (let p = 0; p < length; p += 1) {
         const d = docs[p] as number;
@@ -110,8 +125,16 @@ export class SimilarityIndex {
     }
     const best = new TopMatches(limit);
     for (const d of touched) {
+      let dot = scores[d] as number;
+      if (common.length > 0) {
+        const candidate = this.documents[d]!;
+        for (const { hash, queryWeight } of common) {
+          const at = indexOf(candidate.hashes, hash);
+          if (at !== -1) dot += queryWeight * termWeight(candidate.counts[at] as number);
+        }
+      }
       const norm = this.norms[d] as number;
-      const score = norm === 0 ? 0 : Math.min(1, (scores[d] as number) / (queryNorm * norm));
+      const score = norm === 0 ? 0 : Math.min(1, dot / (queryNorm * norm));
       scores[d] = 0;
       best.offer(d, score);
     }
@@ -156,6 +179,20 @@ class TopMatches {
   sorted(): { ordinal: number; score: number }[] {
     return this.items;
   }
+}
+
+/** Position of `hash` in ascending `hashes`, or -1. */
+function indexOf(hashes: Uint32Array, hash: number): number {
+  let low = 0;
+  let high = hashes.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >> 1;
+    const value = hashes[middle] as number;
+    if (value === hash) return middle;
+    if (value < hash) low = middle + 1;
+    else high = middle - 1;
+  }
+  return -1;
 }
 
 function better(score: number, ordinal: number, otherScore: number, otherOrdinal: number): boolean {

@@ -122,6 +122,18 @@ describe('SimilarGrouper', () => {
   });
 });
 
+describe('SimilarityIndex', () => {
+  it('still scores a term held by most documents, exactly, once a rarer term finds them', () => {
+    const grouper = new SimilarGrouper();
+    for (let i = 0; i < 1_500; i += 1) {
+      grouper.add(`r${i}`, { title: `checkout broken ${i.toString(36)}zz` });
+    }
+    const outcome = grouper.add('q', { title: `checkout broken ${(700).toString(36)}zz` });
+    expect(outcome.matches[0]).toMatchObject({ id: 'r700' });
+    expect(outcome.matches[0]!.score).toBeCloseTo(1, 6);
+  });
+});
+
 describe('compact documents', () => {
   it('round-trip through bytes of at most 402', () => {
     const grouper = new SimilarGrouper();
