@@ -191,9 +191,10 @@ for (const file of values.data ?? DEFAULT_DATA) {
 if (!values['no-timing']) {
   const timing = measureTiming(rowsForTiming());
   console.log('\n## time per record (terms, query, grouping), synthetic reports');
-  for (const { kept, p50, p95, max } of timing) {
+  for (const { kept, p50, p95, max, cpuP50, cpuP95 } of timing) {
     console.log(
-      `${kept} kept: p50 ${fixed(p50, 2)} ms, p95 ${fixed(p95, 2)} ms, max ${fixed(max, 2)} ms`,
+      `${kept} kept: p50 ${fixed(p50, 2)} ms, p95 ${fixed(p95, 2)} ms, max ${fixed(max, 2)} ms ` +
+        `(CPU time p50 ${fixed(cpuP50, 2)} ms, p95 ${fixed(cpuP95, 2)} ms)`,
     );
   }
 }
@@ -216,7 +217,7 @@ function rowsForTiming(): SimilarRecord[] {
 
 function measureTiming(
   vocabulary: SimilarRecord[],
-): { kept: number; p50: number; p95: number; max: number }[] {
+): { kept: number; p50: number; p95: number; max: number; cpuP50: number; cpuP95: number }[] {
   const vocab = vocabulary.map((v) => v.title as string);
   let seed = 1;
   const random = () => {
@@ -247,7 +248,14 @@ function measureTiming(
     url: `https://example.com/${zipfWord()}/${zipfWord()}`,
   });
   const grouper = new SimilarGrouper({ threshold, maxTerms, terms });
-  const results: { kept: number; p50: number; p95: number; max: number }[] = [];
+  const results: {
+    kept: number;
+    p50: number;
+    p95: number;
+    max: number;
+    cpuP50: number;
+    cpuP95: number;
+  }[] = [];
   let id = 0;
   for (const kept of [10_000, 100_000]) {
     while (grouper.index.size < kept) {
@@ -259,18 +267,25 @@ function measureTiming(
       grouper.index.add(`fill-${id++}`, document);
     }
     const samples: number[] = [];
+    const cpu: number[] = [];
     for (let i = 0; i < 500; i += 1) {
       const record = report();
+      const cpuStarted = process.cpuUsage();
       const started = performance.now();
       grouper.add(`timed-${id++}`, record);
       samples.push(performance.now() - started);
+      const used = process.cpuUsage(cpuStarted);
+      cpu.push((used.user + used.system) / 1000);
     }
+    cpu.sort((a, b) => a - b);
     samples.sort((a, b) => a - b);
     results.push({
       kept,
       p50: percentile(samples, 50),
       p95: percentile(samples, 95),
       max: samples[samples.length - 1]!,
+      cpuP50: percentile(cpu, 50),
+      cpuP95: percentile(cpu, 95),
     });
   }
   return results;

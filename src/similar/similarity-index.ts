@@ -29,7 +29,7 @@ export const DEFAULT_MATCH_LIMIT = 10;
  * that says little. It still counts, exactly, in the score of every document found through a
  * rarer term; a document that shares only such terms with the query is not a match.
  */
-const COMMON_TERM_SHARE = 0.05;
+const COMMON_TERM_SHARE = 0.01;
 const COMMON_TERM_FLOOR = 1_000;
 
 /** Growth (as a share of the size) after which every document's vector length is computed again. */
