@@ -26,11 +26,14 @@ export const DEFAULT_MATCH_LIMIT = 10;
 /**
  * A term held by more documents than this (a share of all, and at least the floor) is too common
  * to find candidates by: reading its postings would cost a pass over most of the index for a term
- * that says little. It still counts, exactly, in the score of every document found through a
- * rarer term; a document that shares only such terms with the query is not a match.
+ * that says little. It still counts, exactly, in the score of the SHORTLIST documents found best
+ * through rarer terms; a document that shares only such terms with the query is not a match.
  */
 const COMMON_TERM_SHARE = 0.01;
 const COMMON_TERM_FLOOR = 1_000;
+
+/** Documents completed with the common terms' share, at most: the best on the rarer terms. */
+const SHORTLIST = 200;
 
 /** Growth (as a share of the size) after which every document's vector length is computed again. */
 const NORM_REFRESH_GROWTH = 0.1;
@@ -123,21 +126,30 @@ export class SimilarityIndex {
         scores[d] = (scores[d] as number) + queryWeight * (weights[p] as number);
       }
     }
-    const best = new TopMatches(limit);
+    const cosine = (d: number, dot: number) => {
+      const norm = this.norms[d] as number;
+      return norm === 0 ? 0 : Math.min(1, dot / (queryNorm * norm));
+    };
+    // Without common terms the scores are complete. With them, only the documents best on the
+    // rarer terms are completed: a common term's weight is small beside a rare one's, and
+    // completing every document found would cost a lookup per document and common term.
+    const shortlist = new TopMatches(common.length === 0 ? limit : Math.max(limit, SHORTLIST));
     for (const d of touched) {
-      let dot = scores[d] as number;
-      if (common.length > 0) {
+      shortlist.offer(d, cosine(d, scores[d] as number));
+    }
+    const best = common.length === 0 ? shortlist : new TopMatches(limit);
+    if (common.length > 0) {
+      for (const { ordinal: d } of shortlist.sorted()) {
+        let dot = scores[d] as number;
         const candidate = this.documents[d]!;
         for (const { hash, queryWeight } of common) {
           const at = indexOf(candidate.hashes, hash);
           if (at !== -1) dot += queryWeight * termWeight(candidate.counts[at] as number);
         }
+        best.offer(d, cosine(d, dot));
       }
-      const norm = this.norms[d] as number;
-      const score = norm === 0 ? 0 : Math.min(1, dot / (queryNorm * norm));
-      scores[d] = 0;
-      best.offer(d, score);
     }
+    for (const d of touched) scores[d] = 0;
     return best.sorted().map(({ ordinal, score }) => ({ id: this.ids[ordinal]!, ordinal, score }));
   }
 
