@@ -85,6 +85,26 @@ export default tseslint.config(
     },
   },
   {
+    // Similarity scoring and grouping are pure functions: no framework, no queue, no Redis. (Where
+    // their results are kept in Redis is another file, to be listed in an `ignores` here.)
+    files: ['src/similar/**/*.ts'],
+    rules: {
+      'no-restricted-imports': restrictedImports([
+        { group: ['express', 'express/*'], message: 'src/similar knows nothing of Express.' },
+        { group: ['bullmq', 'bullmq/*'], message: 'src/similar scoring knows nothing of BullMQ.' },
+        { group: ['ioredis', 'ioredis/*'], message: 'src/similar scoring knows nothing of Redis.' },
+        {
+          group: ['**/worker/*', '**/worker/**', '**/http/*', '**/http/**'],
+          message: 'src/similar knows nothing of the worker or the console that use it.',
+        },
+        {
+          group: ['**/cli/*', '**/cli/**'],
+          message: 'Nothing imports the command line (src/cli).',
+        },
+      ]),
+    },
+  },
+  {
     // Pages and their API read runs through src/runs, never through the worker that makes them.
     files: ['src/http/**/*.ts', 'src/runs/**/*.ts'],
     rules: {

@@ -1,0 +1,292 @@
+/**
+ * Offline measure of similar-feedback grouping (issue 30): replays JSON-lines files of
+ * `{"group": ..., "record": ...}` in their order through the in-memory engine (src/similar), no
+ * Redis and no processes, and prints Recall@1/5/10 at group level, B-cubed precision and recall of
+ * the groups formed, the number of groups against the true number, bytes per document, and the
+ * time one record takes (terms, query, grouping) with 10 000 and 100 000 records kept.
+ *
+ *   npm run build && tsc -p bench && node dist-bench/bench/similar-offline.js [--data file]...
+ *     [--threshold 0.35] [--sweep] [--max-terms 80] [--title-weight 2] [--pair-weight 0.5]
+ *     [--piece-weight 0.25] [--url-weight 1] [--prefix 5] [--no-timing]
+ *
+ * Timing runs must hold the bench lock: `flock -x /work/bench.lock node dist-bench/...`.
+ */
+import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import {
+  compactDocument,
+  encodeCompactDocument,
+  MAX_TERMS,
+} from '../src/similar/compact-document.js';
+import {
+  DEFAULT_TERM_OPTIONS,
+  documentTerms,
+  type TermOptions,
+} from '../src/similar/document-terms.js';
+import type { SimilarRecord } from '../src/similar/considered-text.js';
+import { DEFAULT_SIMILAR_THRESHOLD } from '../src/similar/grouping.js';
+import { SimilarGrouper } from '../src/similar/similar-grouper.js';
+import { percentile } from './stats.js';
+
+const DATA_DIR = '/work/shared/data/similar';
+const DEFAULT_DATA = [`${DATA_DIR}/webapp-650.jsonl`, `${DATA_DIR}/seamonkey-1076.jsonl`];
+
+const { values } = parseArgs({
+  options: {
+    data: { type: 'string', multiple: true },
+    threshold: { type: 'string' },
+    sweep: { type: 'boolean', default: false },
+    'max-terms': { type: 'string' },
+    'title-weight': { type: 'string' },
+    'pair-weight': { type: 'string' },
+    'piece-weight': { type: 'string' },
+    'url-weight': { type: 'string' },
+    prefix: { type: 'string' },
+    'no-timing': { type: 'boolean', default: false },
+  },
+});
+
+const number = (value: string | undefined, fallback: number): number => {
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed)) {
+    console.error(`similar-offline: "${value}" is not a number`);
+    process.exit(2);
+  }
+  return parsed;
+};
+
+const threshold = number(values.threshold, DEFAULT_SIMILAR_THRESHOLD);
+const maxTerms = number(values['max-terms'], MAX_TERMS);
+const terms: TermOptions = {
+  titleWeight: number(values['title-weight'], DEFAULT_TERM_OPTIONS.titleWeight),
+  pairWeight: number(values['pair-weight'], DEFAULT_TERM_OPTIONS.pairWeight),
+  pieceWeight: number(values['piece-weight'], DEFAULT_TERM_OPTIONS.pieceWeight),
+  urlWeight: number(values['url-weight'], DEFAULT_TERM_OPTIONS.urlWeight),
+  prefixLength: number(values.prefix, DEFAULT_TERM_OPTIONS.prefixLength),
+};
+
+interface Row {
+  group: string;
+  record: SimilarRecord & { id: string };
+}
+
+function readRows(file: string): Row[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Row);
+}
+
+interface Replay {
+  recallAt: Record<1 | 5 | 10, number>;
+  withEarlier: number;
+  precision: number;
+  recall: number;
+  formedGroups: number;
+  trueGroups: number;
+  bytesMean: number;
+  bytesMax: number;
+}
+
+function replay(rows: Row[], atThreshold: number): Replay {
+  const grouper = new SimilarGrouper({ threshold: atThreshold, maxTerms, terms });
+  const trueGroupOf = new Map<string, string>();
+  const seenGroups = new Set<string>();
+  const hits = { 1: 0, 5: 0, 10: 0 };
+  let withEarlier = 0;
+  const formed: string[] = [];
+  let bytes = 0;
+  let bytesMax = 0;
+  for (const { group, record } of rows) {
+    const outcome = grouper.add(record.id, record);
+    const size = encodeCompactDocument(outcome.document).byteLength;
+    bytes += size;
+    bytesMax = Math.max(bytesMax, size);
+    if (seenGroups.has(group)) {
+      withEarlier += 1;
+      const ranked: string[] = [];
+      for (const match of outcome.matches) {
+        const matchGroup = trueGroupOf.get(match.id)!;
+        if (!ranked.includes(matchGroup)) ranked.push(matchGroup);
+      }
+      const at = ranked.indexOf(group);
+      for (const k of [1, 5, 10] as const) if (at !== -1 && at < k) hits[k] += 1;
+    }
+    seenGroups.add(group);
+    trueGroupOf.set(record.id, group);
+    formed.push(outcome.group);
+  }
+  const { precision, recall } = bCubed(
+    rows.map((row) => row.group),
+    formed,
+  );
+  return {
+    recallAt: { 1: hits[1] / withEarlier, 5: hits[5] / withEarlier, 10: hits[10] / withEarlier },
+    withEarlier,
+    precision,
+    recall,
+    formedGroups: new Set(formed).size,
+    trueGroups: seenGroups.size,
+    bytesMean: bytes / rows.length,
+    bytesMax,
+  };
+}
+
+/** B-cubed: per item, the share of its formed cluster in its true class, and the reverse. */
+function bCubed(truth: string[], formed: string[]): { precision: number; recall: number } {
+  const pairCount = new Map<string, number>();
+  const truthCount = new Map<string, number>();
+  const formedCount = new Map<string, number>();
+  const increment = (map: Map<string, number>, key: string) =>
+    map.set(key, (map.get(key) ?? 0) + 1);
+  truth.forEach((t, i) => {
+    increment(truthCount, t);
+    increment(formedCount, formed[i]!);
+    increment(pairCount, `${t}\u0000${formed[i]!}`);
+  });
+  let precision = 0;
+  let recall = 0;
+  truth.forEach((t, i) => {
+    const both = pairCount.get(`${t}\u0000${formed[i]!}`)!;
+    precision += both / formedCount.get(formed[i]!)!;
+    recall += both / truthCount.get(t)!;
+  });
+  return { precision: precision / truth.length, recall: recall / truth.length };
+}
+
+const fixed = (value: number, digits = 3) => value.toFixed(digits);
+
+console.log(
+  `options: threshold ${threshold}, max terms ${maxTerms}, title weight ${terms.titleWeight}, ` +
+    `pair weight ${terms.pairWeight}, piece weight ${terms.pieceWeight}, url weight ${terms.urlWeight}, prefix ${terms.prefixLength}`,
+);
+for (const file of values.data ?? DEFAULT_DATA) {
+  const rows = readRows(file);
+  const result = replay(rows, threshold);
+  console.log(
+    `\n## ${basename(file)}: ${rows.length} reports, ${result.withEarlier} with an earlier one in their group`,
+  );
+  console.log(
+    `Recall@1 ${fixed(result.recallAt[1])}  Recall@5 ${fixed(result.recallAt[5])}  Recall@10 ${fixed(result.recallAt[10])}`,
+  );
+  console.log(
+    `B-cubed precision ${fixed(result.precision)} recall ${fixed(result.recall)} at threshold ${threshold}; ` +
+      `${result.formedGroups} groups formed, ${result.trueGroups} true`,
+  );
+  console.log(`bytes per document: mean ${fixed(result.bytesMean, 1)}, max ${result.bytesMax}`);
+  if (values.sweep) {
+    console.log('threshold | B³ precision | B³ recall | groups');
+    for (let t = 0.15; t <= 0.601; t += 0.025) {
+      const swept = replay(rows, t);
+      console.log(
+        `${fixed(t, 3)} | ${fixed(swept.precision)} | ${fixed(swept.recall)} | ${swept.formedGroups}`,
+      );
+    }
+  }
+}
+
+if (!values['no-timing']) {
+  const timing = measureTiming(rowsForTiming());
+  console.log('\n## time per record (terms, query, grouping), synthetic reports');
+  for (const { kept, p50, p95, max, cpuP50, cpuP95 } of timing) {
+    console.log(
+      `${kept} kept: p50 ${fixed(p50, 2)} ms, p95 ${fixed(p95, 2)} ms, max ${fixed(max, 2)} ms ` +
+        `(CPU time p50 ${fixed(cpuP50, 2)} ms, p95 ${fixed(cpuP95, 2)} ms)`,
+    );
+  }
+}
+
+function rowsForTiming(): SimilarRecord[] {
+  // Real words (both files' vocabulary) in synthetic reports: each draws its title and
+  // description from a seeded Zipf over the words, so postings are as long as real ones get.
+  const words = new Map<string, number>();
+  for (const file of DEFAULT_DATA) {
+    for (const { record } of readRows(file)) {
+      for (const word of `${record.title ?? ''} ${record.description ?? ''}`.split(/\s+/)) {
+        if (word !== '') words.set(word, (words.get(word) ?? 0) + 1);
+      }
+    }
+  }
+  return [...words]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([word]) => ({ title: word }));
+}
+
+function measureTiming(
+  vocabulary: SimilarRecord[],
+): { kept: number; p50: number; p95: number; max: number; cpuP50: number; cpuP95: number }[] {
+  const vocab = vocabulary.map((v) => v.title as string);
+  let seed = 1;
+  const random = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
+  // Cumulative Zipf weights, searched by bisection: one draw costs log(vocabulary).
+  const cumulative = new Float64Array(vocab.length);
+  let total = 0;
+  vocab.forEach((_word, i) => {
+    total += 1 / (i + 1);
+    cumulative[i] = total;
+  });
+  const zipfWord = () => {
+    const target = random() * total;
+    let low = 0;
+    let high = vocab.length - 1;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (cumulative[middle]! < target) low = middle + 1;
+      else high = middle;
+    }
+    return vocab[low]!;
+  };
+  const report = (): SimilarRecord => ({
+    title: Array.from({ length: 8 }, zipfWord).join(' '),
+    description: Array.from({ length: 80 }, zipfWord).join(' '),
+    url: `https://example.com/${zipfWord()}/${zipfWord()}`,
+  });
+  const grouper = new SimilarGrouper({ threshold, maxTerms, terms });
+  const results: {
+    kept: number;
+    p50: number;
+    p95: number;
+    max: number;
+    cpuP50: number;
+    cpuP95: number;
+  }[] = [];
+  let id = 0;
+  for (const kept of [10_000, 100_000]) {
+    while (grouper.index.size < kept) {
+      const document = compactDocument(
+        documentTerms(report(), terms),
+        (hash) => grouper.index.rarity(hash),
+        maxTerms,
+      );
+      grouper.index.add(`fill-${id++}`, document);
+    }
+    const samples: number[] = [];
+    const cpu: number[] = [];
+    for (let i = 0; i < 500; i += 1) {
+      const record = report();
+      const cpuStarted = process.cpuUsage();
+      const started = performance.now();
+      grouper.add(`timed-${id++}`, record);
+      samples.push(performance.now() - started);
+      const used = process.cpuUsage(cpuStarted);
+      cpu.push((used.user + used.system) / 1000);
+    }
+    cpu.sort((a, b) => a - b);
+    samples.sort((a, b) => a - b);
+    results.push({
+      kept,
+      p50: percentile(samples, 50),
+      p95: percentile(samples, 95),
+      max: samples[samples.length - 1]!,
+      cpuP50: percentile(cpu, 50),
+      cpuP95: percentile(cpu, 95),
+    });
+  }
+  return results;
+}

@@ -1,0 +1,56 @@
+/**
+ * Similarity and grouping for one project, in memory: each record is compared with the earlier
+ * ones, then joins a group. The pure core that the worker's Redis-backed grouping stores and the
+ * offline evaluation replays.
+ */
+import { compactDocument, type CompactDocument, MAX_TERMS } from './compact-document.js';
+import { DEFAULT_TERM_OPTIONS, documentTerms, type TermOptions } from './document-terms.js';
+import type { SimilarRecord } from './considered-text.js';
+import { chooseGroup, DEFAULT_SIMILAR_THRESHOLD } from './grouping.js';
+import { DEFAULT_MATCH_LIMIT, type SimilarMatch, SimilarityIndex } from './similarity-index.js';
+
+export interface SimilarGrouperOptions {
+  /** Score from which a record joins its best match's group. Default DEFAULT_SIMILAR_THRESHOLD. */
+  readonly threshold?: number;
+  /** Terms kept per record. Default MAX_TERMS. */
+  readonly maxTerms?: number;
+  readonly terms?: TermOptions;
+}
+
+export interface SimilarOutcome {
+  /** Up to 10 earlier records, best first. */
+  readonly matches: SimilarMatch[];
+  /** The id of the group's first record. */
+  readonly group: string;
+  /** What is stored of the record. */
+  readonly document: CompactDocument;
+}
+
+export class SimilarGrouper {
+  readonly index = new SimilarityIndex();
+  private readonly groups: string[] = [];
+  private readonly threshold: number;
+  private readonly maxTerms: number;
+  private readonly termOptions: TermOptions;
+
+  constructor(options: SimilarGrouperOptions = {}) {
+    this.threshold = options.threshold ?? DEFAULT_SIMILAR_THRESHOLD;
+    this.maxTerms = options.maxTerms ?? MAX_TERMS;
+    this.termOptions = options.terms ?? DEFAULT_TERM_OPTIONS;
+  }
+
+  /** Compares the record with those added before, adds it, and says which group it joined. */
+  add(id: string, record: SimilarRecord): SimilarOutcome {
+    const document = compactDocument(
+      documentTerms(record, this.termOptions),
+      (hash) => this.index.rarity(hash),
+      this.maxTerms,
+    );
+    const matches = this.index.query(document, DEFAULT_MATCH_LIMIT);
+    const group =
+      chooseGroup(matches, (match) => this.groups[match.ordinal]!, this.threshold) ?? id;
+    this.index.add(id, document);
+    this.groups.push(group);
+    return { matches, group, document };
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Words of a text, for any script. Space-separated languages give words (NFKC, lowercased);
+ * Chinese, Japanese and Thai, written without spaces, give overlapping pairs of characters.
+ * Punctuation, control characters and emoji separate words and are never part of one.
+ */
+
+/** Shorter words ("a", "i", the parts of "2.53.7") say nothing of a problem. */
+export const MIN_WORD_LENGTH = 2;
+
+/** Words taken from one text at most: whatever follows is not read. */
+export const MAX_WORDS_PER_TEXT = 2_000;
+
+/** Runs of letters, marks and digits: everything else (spaces, punctuation, symbols, emoji, controls) splits. */
+const WORD_RUN = /[\p{L}\p{M}\p{N}]+/gu;
+
+/** Scripts written without spaces between words. */
+const UNSPACED =
+  /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+
+export function tokenize(text: string, maxWords = MAX_WORDS_PER_TEXT): string[] {
+  const words: string[] = [];
+  if (text === '') return words;
+  const normalised = text.normalize('NFKC').toLowerCase();
+  for (const match of normalised.matchAll(WORD_RUN)) {
+    for (const word of runWords(match[0])) {
+      words.push(word);
+      if (words.length >= maxWords) return words;
+    }
+  }
+  return words;
+}
+
+/** A run may mix scripts ("iphone版"): each stretch of spaced or unspaced script is cut its own way. */
+function* runWords(run: string): Generator<string> {
+  let stretch: string[] = [];
+  let unspaced = false;
+  for (const char of run) {
+    const isUnspaced = UNSPACED.test(char);
+    if (stretch.length > 0 && isUnspaced !== unspaced) {
+      yield* stretchWords(stretch, unspaced);
+      stretch = [];
+    }
+    unspaced = isUnspaced;
+    stretch.push(char);
+  }
+  if (stretch.length > 0) yield* stretchWords(stretch, unspaced);
+}
+
+function* stretchWords(chars: string[], unspaced: boolean): Generator<string> {
+  if (!unspaced) {
+    if (chars.length >= MIN_WORD_LENGTH) yield chars.join('');
+    return;
+  }
+  if (chars.length === 1) {
+    yield chars[0] as string;
+    return;
+  }
+  for (let i = 0; i + 1 < chars.length; i += 1) {
+    yield (chars[i] as string) + (chars[i + 1] as string);
+  }
+}

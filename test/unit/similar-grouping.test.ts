@@ -1,0 +1,162 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import {
+  decodeCompactDocument,
+  encodeCompactDocument,
+} from '../../src/similar/compact-document.js';
+import type { SimilarRecord } from '../../src/similar/considered-text.js';
+import { chooseGroup } from '../../src/similar/grouping.js';
+import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
+
+interface Row {
+  group: string;
+  record: SimilarRecord & { id: string };
+}
+
+/** The first 120 reports of webapp-650 (MIT, BugSpotter; see the fixture's NOTICE). */
+const rows: Row[] = readFileSync(
+  new URL('../fixtures/similar-webapp-120.jsonl', import.meta.url),
+  'utf8',
+)
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as Row);
+
+function replay(input: Row[]) {
+  const grouper = new SimilarGrouper();
+  return input.map(({ record }) => ({ id: record.id, ...grouper.add(record.id, record) }));
+}
+
+describe('SimilarGrouper on real reports', () => {
+  const outcomes = replay(rows);
+  const trueGroup = new Map(rows.map((row) => [row.record.id, row.group]));
+
+  it('ranks a known duplicate first for nearly every report that has one', () => {
+    const seen = new Set<string>();
+    let withEarlier = 0;
+    let firstIsDuplicate = 0;
+    rows.forEach((row, i) => {
+      if (seen.has(row.group)) {
+        withEarlier += 1;
+        const best = outcomes[i]!.matches[0];
+        if (best !== undefined && trueGroup.get(best.id) === row.group) firstIsDuplicate += 1;
+      }
+      seen.add(row.group);
+    });
+    expect(withEarlier).toBe(56);
+    expect(firstIsDuplicate).toBeGreaterThanOrEqual(52);
+  });
+
+  it('never puts reports of two different problems in one group', () => {
+    const membersOf = new Map<string, Set<string>>();
+    rows.forEach((row, i) => {
+      const formed = outcomes[i]!.group;
+      membersOf.set(formed, (membersOf.get(formed) ?? new Set()).add(row.group));
+    });
+    const mixed = [...membersOf.values()].filter((groups) => groups.size > 1);
+    expect(mixed).toEqual([]);
+    // And it does group: far fewer groups than reports.
+    expect(membersOf.size).toBeLessThan(100);
+  });
+
+  it('gives scores between 0 and 1, best first, at most 10, only earlier reports', () => {
+    outcomes.forEach((outcome, i) => {
+      expect(outcome.matches.length).toBeLessThanOrEqual(10);
+      const earlier = new Set(outcomes.slice(0, i).map((o) => o.id));
+      outcome.matches.forEach((match, m) => {
+        expect(earlier.has(match.id)).toBe(true);
+        expect(match.score).toBeGreaterThan(0);
+        expect(match.score).toBeLessThanOrEqual(1);
+        if (m > 0) expect(match.score).toBeLessThanOrEqual(outcome.matches[m - 1]!.score);
+      });
+    });
+  });
+
+  it('gives the same matches, scores and groups when the same reports are replayed', () => {
+    const again = replay(rows);
+    expect(again.map(({ matches, group }) => ({ matches, group }))).toEqual(
+      outcomes.map(({ matches, group }) => ({ matches, group })),
+    );
+  });
+});
+
+describe('SimilarGrouper', () => {
+  const report = { title: 'Pay button stays grey', description: 'Nothing happens on checkout' };
+
+  it('scores an identical report 1 and breaks ties by earlier arrival', () => {
+    const grouper = new SimilarGrouper();
+    grouper.add('a', report);
+    grouper.add('b', report);
+    const outcome = grouper.add('c', report);
+    expect(outcome.matches.map((m) => m.id)).toEqual(['a', 'b']);
+    expect(outcome.matches[0]!.score).toBeCloseTo(1, 6);
+    expect(outcome.group).toBe('a');
+  });
+
+  it('starts a new group for a report that shares no term with earlier ones', () => {
+    const grouper = new SimilarGrouper();
+    grouper.add('a', report);
+    const outcome = grouper.add('b', { title: 'Dark mode colours', description: 'Too bright' });
+    expect(outcome.matches).toEqual([]);
+    expect(outcome.group).toBe('b');
+  });
+
+  it('groups an empty report with nothing', () => {
+    const grouper = new SimilarGrouper();
+    grouper.add('a', { title: '' });
+    expect(grouper.add('b', { title: '' })).toMatchObject({ matches: [], group: 'b' });
+  });
+
+  it('compares hostile reports within the same bound', () => {
+    const grouper = new SimilarGrouper();
+    const hostile: SimilarRecord[] = [
+      { title: 'x'.repeat(1_000_000), description: 'checkout '.repeat(200_000) },
+      { title: '😡\u0000\u0007\u202e', description: 'زر الدفع لا يعمل 支付按钮不工作' },
+      { title: '', description: '\ud800'.repeat(10_000) },
+    ];
+    hostile.forEach((record, i) => {
+      const outcome = grouper.add(`h${i}`, record);
+      expect(encodeCompactDocument(outcome.document).byteLength).toBeLessThanOrEqual(402);
+    });
+    expect(grouper.add('h3', { description: '支付按钮不工作' }).matches[0]?.id).toBe('h1');
+  });
+});
+
+describe('SimilarityIndex', () => {
+  it('still scores a term held by most documents, exactly, once a rarer term finds them', () => {
+    const grouper = new SimilarGrouper();
+    for (let i = 0; i < 1_500; i += 1) {
+      grouper.add(`r${i}`, { title: `checkout broken ${i.toString(36)}zz` });
+    }
+    const outcome = grouper.add('q', { title: `checkout broken ${(700).toString(36)}zz` });
+    expect(outcome.matches[0]).toMatchObject({ id: 'r700' });
+    expect(outcome.matches[0]!.score).toBeCloseTo(1, 6);
+  });
+});
+
+describe('compact documents', () => {
+  it('round-trip through bytes of at most 402', () => {
+    const grouper = new SimilarGrouper();
+    for (const { record } of rows) {
+      const { document } = grouper.add(record.id, record);
+      const bytes = encodeCompactDocument(document);
+      expect(bytes.byteLength).toBeLessThanOrEqual(402);
+      expect(decodeCompactDocument(bytes)).toEqual(document);
+    }
+  });
+
+  it('refuses bytes of another format', () => {
+    expect(() => decodeCompactDocument(new Uint8Array([2, 0]))).toThrow(RangeError);
+    expect(() => decodeCompactDocument(new Uint8Array([1, 3, 0]))).toThrow(RangeError);
+  });
+});
+
+describe('chooseGroup', () => {
+  const match = (id: string, score: number) => ({ id, ordinal: 0, score });
+
+  it("joins the best match's group at the threshold, not below it", () => {
+    expect(chooseGroup([match('a', 0.35)], (m) => `g-${m.id}`, 0.35)).toBe('g-a');
+    expect(chooseGroup([match('a', 0.34)], (m) => `g-${m.id}`, 0.35)).toBeUndefined();
+    expect(chooseGroup([], (m) => m.id, 0)).toBeUndefined();
+  });
+});
