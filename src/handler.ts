@@ -16,6 +16,7 @@ export {
 // BullMQ's own class, as BullMQ documents it; bullmq ships its types, so this costs no install.
 export { UnrecoverableError } from 'bullmq';
 export type { Logger } from './logger.js';
+export type { SimilarFacts, SimilarMatchFact, SimilarWindow } from './similar/similar-facts.js';
 
 export type {
   Assignee,

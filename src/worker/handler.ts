@@ -8,6 +8,7 @@ import type { Logger } from '../logger.js';
 import { ROUTING } from '../history/delivery-history.js';
 import { FEEDBACK_CREATED } from '../webhooks/delivery.js';
 import type { FeedbackRecord } from '../webhooks/feedback-record.js';
+import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
 
 export interface DeliveryInfo {
   /** Identifies the delivery across retries; the same for every handler of it. */
@@ -34,6 +35,8 @@ export interface HandlerContext {
   readonly attempt: number;
   /** Fires when the worker shuts down and can wait no longer; the run then happens again later. */
   readonly signal: AbortSignal;
+  /** The delivery's group and best matches (docs/similar.md); undefined when SIMILAR=off. */
+  readonly similar?: SimilarFacts | undefined;
 }
 
 export interface HandlerBackoff {
@@ -55,6 +58,11 @@ export interface HandlerDefinition {
   /** Runs before the run goes to the dead letter. Default: 8. */
   readonly attempts?: number;
   readonly backoff?: HandlerBackoff;
+  /**
+   * Group-size windows whose crossing the handler acts on: the delivery whose arrival makes a
+   * window true sees it in `similar.crossed`, once per crossing. Default: none.
+   */
+  readonly similarWindows?: readonly SimilarWindow[];
   /** Does the work. What it returns is kept with the finished job. Throw to retry. */
   handle(context: HandlerContext): unknown;
 }
@@ -68,6 +76,7 @@ export interface Handler {
   readonly where: ((record: FeedbackRecord) => boolean) | undefined;
   readonly attempts: number;
   readonly backoff: Required<HandlerBackoff>;
+  readonly similarWindows: readonly SimilarWindow[];
   readonly handle: (context: HandlerContext) => unknown;
 }
 
@@ -121,6 +130,21 @@ export function defineHandler(definition: HandlerDefinition): Handler {
   if (where !== undefined && typeof where !== 'function') {
     throw new TypeError(`Handler "${name}": where must be a function of the record`);
   }
+  const similarWindows = definition.similarWindows ?? [];
+  if (
+    !Array.isArray(similarWindows) ||
+    !similarWindows.every(
+      (w) =>
+        Number.isInteger(w?.atLeast) &&
+        w.atLeast >= 1 &&
+        Number.isInteger(w.withinMs) &&
+        w.withinMs >= 1,
+    )
+  ) {
+    throw new TypeError(
+      `Handler "${name}": similarWindows must be a list of { atLeast, withinMs }, whole numbers of at least 1`,
+    );
+  }
   const backoff = { ...DEFAULT_BACKOFF, ...definition.backoff };
   if (!(backoff.delayMs >= 0) || !(backoff.jitter >= 0 && backoff.jitter <= 1)) {
     throw new TypeError(`Handler "${name}": backoff needs delayMs >= 0 and jitter from 0 to 1`);
@@ -132,6 +156,7 @@ export function defineHandler(definition: HandlerDefinition): Handler {
     where: where,
     attempts,
     backoff: Object.freeze(backoff),
+    similarWindows: Object.freeze(similarWindows.map((w) => Object.freeze({ ...w }))),
     handle: definition.handle.bind(definition),
   });
 }
