@@ -5,8 +5,9 @@
  * docs/benchmarks.md. Reports; never fails on a figure.
  *
  * Options: --quick (one short round each, for a smoke run; the triage run scaled down to a
- * second), --out <file> (default docs/benchmarks.md), --only triage|console|worker (that section alone;
- * written only to an --out given, never over docs/benchmarks.md).
+ * second), --out <file> (default docs/benchmarks.md), --only triage|console|worker|similar (that
+ * section alone; written only to an --out given, never over docs/benchmarks.md), --data <file>
+ * (with --only similar: the JSON-lines files to replay, repeatable; default the shared ones).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -24,8 +25,10 @@ import {
   HEADLINE_CONCURRENCY,
   renderConsoleReport,
   renderReport,
+  renderSimilarReport,
   renderTriageReport,
 } from './report.js';
+import { benchSimilar, SIMILAR_DATA } from './similar-bench.js';
 import { benchTracing } from './tracing-bench.js';
 import { benchTriage, REAL_MINUTE_MS } from './triage-bench.js';
 import { benchWorker } from './worker-bench.js';
@@ -36,12 +39,19 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
     only: { type: 'string' },
+    data: { type: 'string', multiple: true },
   },
 });
 const quick = values.quick;
-const SECTIONS = ['triage', 'console', 'worker'];
+const SECTIONS = ['triage', 'console', 'worker', 'similar'];
 if (values.only !== undefined && !SECTIONS.includes(values.only)) {
-  console.error(`bench: --only takes "triage", "console" or "worker", not "${values.only}"`);
+  console.error(
+    `bench: --only takes "triage", "console", "worker" or "similar", not "${values.only}"`,
+  );
+  process.exit(2);
+}
+if (values.data !== undefined && values.only !== 'similar') {
+  console.error('bench: --data goes with --only similar');
   process.exit(2);
 }
 const out = values.out ?? (values.only ? undefined : 'docs/benchmarks.md');
@@ -99,6 +109,22 @@ try {
     );
   } else if (values.only === 'worker') {
     await benchWorkerAlone();
+  } else if (values.only === 'similar') {
+    const similar = await benchSimilar({
+      redis,
+      redisUrl: redisServer.url,
+      pinning,
+      data: values.data ?? SIMILAR_DATA,
+      kept: quick ? [1_000, 5_000] : [10_000, 100_000],
+      timed: quick ? 200 : 500,
+      paired: {
+        concurrency: HEADLINE_CONCURRENCY,
+        rounds: quick ? 1 : 3,
+        jobs: quick ? 2_000 : 5_000,
+      },
+    });
+    const minutes = (Date.now() - started) / 60_000;
+    await report(renderSimilarReport({ date: new Date(), ...machine, minutes, quick, similar }));
   } else {
     await benchAll();
   }

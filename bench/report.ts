@@ -12,6 +12,7 @@ import type { TracingBenchResult, TracingSide } from './tracing-bench.js';
 import type { TriageBenchResult } from './triage-bench.js';
 import type { WorkerBenchResult } from './worker-bench.js';
 import type { PairedWorkerRound } from './worker-paired.js';
+import type { SimilarBenchResult } from './similar-bench.js';
 import { here } from './processes.js';
 
 export interface ReportInput {
@@ -480,4 +481,55 @@ function fixed(value: number): string {
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+export function renderSimilarReport(
+  input: Pick<ReportInput, 'date' | 'node' | 'cores' | 'cpu' | 'minutes' | 'quick'> & {
+    similar: SimilarBenchResult;
+  },
+): { summary: string; markdown: string } {
+  const { similar } = input;
+  const fixed = (value: number) => value.toFixed(3);
+  const summary = [
+    '## Quality, through `serve` and `work`',
+    '',
+    table(
+      ['data', 'reports', 'R@1', 'R@5', 'R@10', 'B³ precision', 'B³ recall', 'groups (true)'],
+      similar.files.map(({ file, reports, scores }) => [
+        file,
+        String(reports),
+        fixed(scores.recallAt[1]),
+        fixed(scores.recallAt[5]),
+        fixed(scores.recallAt[10]),
+        fixed(scores.bCubedPrecision),
+        fixed(scores.bCubedRecall),
+        `${scores.groupsFormed} (${scores.trueGroups})`,
+      ]),
+    ),
+    '',
+    '## Cost',
+    '',
+    table(
+      ['deliveries kept', 'grouping p50', 'grouping p95'],
+      similar.timing.map(({ kept, p50Ms, p95Ms }) => [
+        String(kept),
+        `${p50Ms.toFixed(1)} ms`,
+        `${p95Ms.toFixed(1)} ms`,
+      ]),
+    ),
+    '',
+    `Redis memory of grouping: ${Math.round(similar.bytesPerDelivery)} bytes per delivery kept. ` +
+      `The worker's paired ratio to bare BullMQ: ${similar.ratio.off.toFixed(2)}x with SIMILAR=off, ` +
+      `${similar.ratio.on.toFixed(2)}x with grouping on (its deliveries all alike: one group).`,
+  ].join('\n');
+  const markdown = [
+    '# Benchmarks: similar feedback only',
+    '',
+    `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench -- --only similar${input.quick ? ' --quick' : ''}\` ` +
+      `on Node ${input.node}, ${input.cores} cores (${input.cpu}), in ${input.minutes.toFixed(1)} minutes.`,
+    '',
+    summary,
+    '',
+  ].join('\n');
+  return { summary, markdown };
 }

@@ -28,6 +28,8 @@ export interface PairedWorkerOptions {
   readonly rounds: number;
   /** Items in each queue per round. */
   readonly jobs: number;
+  /** More environment for `feedback-receiver work` (SIMILAR=off, say). */
+  readonly oursEnv?: Record<string, string>;
 }
 
 export interface PairedWorkerRound {
@@ -76,6 +78,7 @@ async function pairedRound(options: PairedWorkerOptions): Promise<PairedWorkerRo
       HANDLERS: NO_OP_HANDLER,
       WORKER_CONCURRENCY: String(concurrency),
       METRICS_PORT: '0',
+      ...options.oursEnv,
     });
     const baseline = start(pinning, [BARE_WORKER, redisUrl, PREFIX, String(concurrency)], 'ready');
     started.push(ours.child, baseline.child);
