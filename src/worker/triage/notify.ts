@@ -88,7 +88,9 @@ export async function sendNotification(
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
     // The cause is left out: fetch's errors can quote the URL.
-    const why = timeout.aborted ? `no answer within ${timeoutMs} ms` : `no answer (${codeOf(error)})`;
+    const why = timeout.aborted
+      ? `no answer within ${timeoutMs} ms`
+      : `no answer (${codeOf(error)})`;
     throw new NotifyError(`notify ${target.urlFrom}: ${why}`);
   }
   // The body is not kept: only the status says whether the message was taken.

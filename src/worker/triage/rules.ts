@@ -105,11 +105,9 @@ const SimilarTestSchema = z
       }),
     }),
   })
-  .transform(
-    ({ similar }): SimilarTest => ({
-      similar: { atLeast: similar.atLeast, withinMs: similar.within },
-    }),
-  );
+  .transform(({ similar }): SimilarTest => ({
+    similar: { atLeast: similar.atLeast, withinMs: similar.within },
+  }));
 
 function branchOf(value: unknown): z.ZodType | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;

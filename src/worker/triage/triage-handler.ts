@@ -9,12 +9,7 @@ import type { SimilarFacts } from '../../similar/similar-facts.js';
 import type { FeedbackRecord } from '../../webhooks/feedback-record.js';
 import { defineHandler, type Handler } from '../handler.js';
 import { meets, similarWindowsOf } from './conditions.js';
-import {
-  NOTIFY_TIMEOUT_MS,
-  notifyMessage,
-  sendNotification,
-  type NotifyTarget,
-} from './notify.js';
+import { NOTIFY_TIMEOUT_MS, notifyMessage, sendNotification, type NotifyTarget } from './notify.js';
 import { TriageRulesError, type TriageRule, type TriageRules } from './rules.js';
 
 export const TRIAGE_HANDLER_NAME = 'auto-triage';
