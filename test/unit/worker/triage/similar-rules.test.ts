@@ -32,7 +32,7 @@ const incident = {
   notify: { urlFrom: 'SLACK_WEBHOOK_URL' },
 };
 
-function facts(crossed: SimilarWindow[], first = 'fb_first', size = 5): SimilarFacts {
+function facts(crossed: readonly SimilarWindow[], first = 'fb_first', size = 5): SimilarFacts {
   return {
     group: { id: 'feedback.created:fb_first', size, first: { key: 'k', recordId: first } },
     matches: [],
