@@ -173,6 +173,7 @@ const WorkerEnv = z.object({
   METRICS_PORT: integer(0, 65535).default(9464),
   TRIAGE_RULES: z.string().trim().min(1).optional(),
   TRIAGE_DRY_RUN: booleanFlag.default(false),
+  CONSOLE_URL: httpUrl.optional(),
 });
 
 const ProbeEnv = z.object({
@@ -301,6 +302,16 @@ export interface ApiConfig {
 export interface TriageConfig {
   readonly rulesPath: string;
   readonly dryRun: boolean;
+  /**
+   * The console's public base URL (CONSOLE_URL, no trailing slash), for the links a rule's
+   * notify posts; undefined: links are paths.
+   */
+  readonly consoleUrl: string | undefined;
+  /**
+   * Reads the variable a rule's `notify.urlFrom` names, from the environment this configuration
+   * was loaded from: the rules file decides which, so they cannot be listed here.
+   */
+  readVariable(name: string): string | undefined;
 }
 
 /** Every environment variable the service reads; .env.example documents each (a test checks). */
@@ -407,7 +418,12 @@ export function loadWorkerConfig(
   const triage =
     vars.TRIAGE_RULES === undefined
       ? undefined
-      : { rulesPath: vars.TRIAGE_RULES, dryRun: vars.TRIAGE_DRY_RUN };
+      : {
+          rulesPath: vars.TRIAGE_RULES,
+          dryRun: vars.TRIAGE_DRY_RUN,
+          consoleUrl: vars.CONSOLE_URL,
+          readVariable: (name: string) => (env[name] === '' ? undefined : env[name]),
+        };
   if (triage && !triage.dryRun) {
     const missing = [
       vars.FEEDBACK_API_URL === undefined ? 'FEEDBACK_API_URL' : undefined,

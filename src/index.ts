@@ -129,13 +129,18 @@ export {
   decideTriage,
   TRIAGE_HANDLER_NAME,
   type TriageDecision,
+  type TriageHandlerOptions,
+  type TriageResult,
 } from './worker/triage/triage-handler.js';
+export { isNotifyError, NotifyError, type NotifyMessage } from './worker/triage/notify.js';
 export {
   loadTriageRules,
   parseTriageRules,
   TriageRulesError,
   type Condition,
   type FieldTest,
+  type RuleTarget,
+  type SimilarTest,
   type TriageRule,
   type TriageRules,
 } from './worker/triage/rules.js';

@@ -65,7 +65,8 @@ export async function resolveHandlers(
   const handlers = [...extra, ...(await loadHandlerModules(config.handlerModules))];
   if (config.triage) {
     const rules = loadTriageRules(config.triage.rulesPath);
-    handlers.push(createTriageHandler({ rules, dryRun: config.triage.dryRun }));
+    const { dryRun, consoleUrl, readVariable } = config.triage;
+    handlers.push(createTriageHandler({ rules, dryRun, consoleUrl, readVariable }));
   }
   assertUniqueNames(handlers);
   if (handlers.length === 0) {

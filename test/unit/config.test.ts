@@ -215,7 +215,23 @@ describe('loadWorkerConfig', () => {
     const message = configError({ TRIAGE_RULES: 'rules.json' }, undefined, loadWorkerConfig);
     expect(message).toMatch(/FEEDBACK_API_URL and FEEDBACK_API_TOKEN/);
     const dryRun = loadWorkerConfig({ TRIAGE_RULES: 'rules.json', TRIAGE_DRY_RUN: 'true' });
-    expect(dryRun.triage).toEqual({ rulesPath: 'rules.json', dryRun: true });
+    expect(dryRun.triage).toMatchObject({ rulesPath: 'rules.json', dryRun: true });
+  });
+
+  it("reads the console's public URL, and the variables a rule's notify names", () => {
+    const config = loadWorkerConfig({
+      TRIAGE_RULES: 'rules.json',
+      TRIAGE_DRY_RUN: 'true',
+      CONSOLE_URL: 'https://feedback.example.com/',
+      SLACK_WEBHOOK_URL: 'https://hooks.example.com/T0/B0/x',
+      EMPTY: '',
+    });
+    expect(config.triage?.consoleUrl).toBe('https://feedback.example.com');
+    expect(config.triage?.readVariable('SLACK_WEBHOOK_URL')).toBe(
+      'https://hooks.example.com/T0/B0/x',
+    );
+    expect(config.triage?.readVariable('EMPTY')).toBeUndefined();
+    expect(config.triage?.readVariable('UNSET')).toBeUndefined();
   });
 
   it.each([
@@ -223,6 +239,7 @@ describe('loadWorkerConfig', () => {
     ['FEEDBACK_API_RATE_LIMIT', '0', /FEEDBACK_API_RATE_LIMIT: expected a whole number/],
     ['WORKER_CONCURRENCY', 'many', /WORKER_CONCURRENCY: expected a whole number/],
     ['TRIAGE_DRY_RUN', 'maybe', /TRIAGE_DRY_RUN: expected true or false/],
+    ['CONSOLE_URL', 'feedback.example.com', /CONSOLE_URL: expected an http/],
     ['SHUTDOWN_TIMEOUT_SECONDS', '-5', /SHUTDOWN_TIMEOUT_SECONDS: expected a whole number/],
   ])('names %s when it is %j', (name, value, message) => {
     expect(configError({ [name]: value }, undefined, loadWorkerConfig)).toMatch(message);

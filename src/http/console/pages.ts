@@ -484,6 +484,10 @@ type TriageSummary = {
   patch: unknown;
   sent: boolean | undefined;
   answer: unknown;
+  /** The PATCH of the group's first record, and whether it was sent (not in dry run). */
+  first: { recordId: string; patch: unknown; sent: boolean } | undefined;
+  /** The variables notified through (never the URLs), and whether they were (not in dry run). */
+  notify: { via: string[]; sent: boolean } | undefined;
 };
 
 /**
@@ -492,19 +496,52 @@ type TriageSummary = {
  */
 function triageResult(result: unknown): TriageSummary | undefined {
   if (typeof result !== 'object' || result === null || !('matched' in result)) return undefined;
-  const { matched, patch, sent, answer } = result as {
+  const { matched, patch, sent, answer, first, firstSent, notify, notified } = result as {
     matched: unknown;
     patch?: unknown;
     sent?: unknown;
     answer?: unknown;
+    first?: { recordId?: unknown; patch?: unknown };
+    firstSent?: unknown;
+    notify?: unknown;
+    notified?: unknown;
   };
   if (!Array.isArray(matched)) return undefined;
+  const via = Array.isArray(notify)
+    ? notify.map((entry) => String((entry as { urlFrom?: unknown }).urlFrom))
+    : [];
   return {
     matched: matched.map(String),
     patch,
     sent: typeof sent === 'boolean' ? sent : undefined,
     answer,
+    first:
+      typeof first === 'object' && first !== null
+        ? { recordId: String(first.recordId), patch: first.patch, sent: firstSent === true }
+        : undefined,
+    notify: via.length > 0 ? { via, sent: Array.isArray(notified) } : undefined,
   };
+}
+
+/**
+ * What rules that act on the group did: the first record's PATCH and the notifies. Each is
+ * "would" until the result says it was sent, as in dry run.
+ */
+function groupEffects({ first, notify }: TriageSummary): Html | undefined {
+  if (!first && !notify) return undefined;
+  const patchOfFirst = first
+    ? html`<code>PATCH ${JSON.stringify(first.patch)}</code> to the group's first record
+        ${first.recordId}`
+    : undefined;
+  const notifies = notify ? html`a notify through ${notify.via.join(', ')}` : undefined;
+  const done = [first?.sent ? patchOfFirst : undefined, notify?.sent ? notifies : undefined];
+  const would = [first?.sent ? undefined : patchOfFirst, notify?.sent ? undefined : notifies];
+  const list = (items: (Html | undefined)[]) => {
+    const shown = items.filter((item) => item !== undefined);
+    return shown.length === 2 ? html`${shown[0]} and ${shown[1]}` : shown[0];
+  };
+  return html`${done.some(Boolean) ? html`Sent ${list(done)}.` : ''}
+  ${would.some(Boolean) ? html`Would send ${list(would)} (dry run: not sent).` : ''}`;
 }
 
 /**
@@ -512,11 +549,14 @@ function triageResult(result: unknown): TriageSummary | undefined {
  * rule fired, or when the record already had what the rules set (triage-handler.ts): only the
  * first is "would send".
  */
-function triageSummary({ matched, patch, sent, answer }: TriageSummary): Html {
+function triageSummary(summary: TriageSummary): Html {
+  const { matched, patch, sent, answer } = summary;
   if (matched.length === 0) return html`<p>No rule fired; nothing was sent.</p>`;
   const fired = html`Rules that fired: ${matched.join(', ')}.`;
+  const group = groupEffects(summary) ?? '';
   const fields = typeof patch === 'object' && patch !== null ? Object.keys(patch).length : 0;
   const request = html`<code>PATCH ${JSON.stringify(patch)}</code>`;
+  if (fields === 0 && group) return html`<p>${fired} ${group}</p>`;
   if (fields === 0) {
     return html`<p>${fired} The record already had what they set; nothing was sent.</p>`;
   }
@@ -524,11 +564,12 @@ function triageSummary({ matched, patch, sent, answer }: TriageSummary): Html {
     return html`<p>
       ${fired} Sent ${request}.
       ${answer === undefined ? '' : html`The API answered with <code>${JSON.stringify(answer)}</code>.`}
+      ${group}
     </p>`;
   }
   if (sent === false)
-    return html`<p>${fired} Would send ${request} (dry run: nothing was sent).</p>`;
-  return html`<p>${fired} Its fields: ${request}.</p>`;
+    return html`<p>${fired} Would send ${request} (dry run: nothing was sent). ${group}</p>`;
+  return html`<p>${fired} Its fields: ${request}. ${group}</p>`;
 }
 
 function fields(rows: readonly (readonly [string, unknown])[]): Html {

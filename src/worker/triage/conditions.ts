@@ -1,18 +1,53 @@
 /**
  * Whether a record meets a rule's condition. A field test holds if any value of the field passes.
+ * A group-size test reads only what grouping told the delivery (`similar.crossed`), so it holds
+ * for exactly the one delivery whose arrival crossed its window, and never without grouping.
  * A regular expression is tested against the first MATCHED_PREFIX_CHARS characters of a value
  * only: a visitor's text can be up to BODY_LIMIT long, and a rule's pattern is the operator's,
  * so its cost per record is bounded whatever the visitor sent.
  */
+import type { SimilarFacts, SimilarWindow } from '../../similar/similar-facts.js';
 import type { FeedbackRecord } from '../../webhooks/feedback-record.js';
 import { fieldValues } from './field-values.js';
 import type { Condition, FieldTest } from './rules.js';
 
-export function meets(record: FeedbackRecord, condition: Condition): boolean {
-  if ('all' in condition) return condition.all.every((inner) => meets(record, inner));
-  if ('any' in condition) return condition.any.some((inner) => meets(record, inner));
-  if ('not' in condition) return !meets(record, condition.not);
-  return passes(fieldValues(record, condition.field), condition);
+/** `similar`: what grouping told this delivery; undefined when grouping is off. */
+export function meets(
+  record: FeedbackRecord,
+  condition: Condition,
+  similar?: SimilarFacts,
+): boolean {
+  if ('field' in condition) return passes(fieldValues(record, condition.field), condition);
+  if ('all' in condition) return condition.all.every((inner) => meets(record, inner, similar));
+  if ('any' in condition) return condition.any.some((inner) => meets(record, inner, similar));
+  if ('not' in condition) return !meets(record, condition.not, similar);
+  return crossed(similar, condition.similar);
+}
+
+function crossed(similar: SimilarFacts | undefined, window: SimilarWindow): boolean {
+  return (
+    similar?.crossed.some(
+      (each) => each.atLeast === window.atLeast && each.withinMs === window.withinMs,
+    ) ?? false
+  );
+}
+
+/**
+ * The distinct group-size windows the conditions test, for the handler to declare: grouping
+ * decides crossings for the windows declared, and only those.
+ */
+export function similarWindowsOf(conditions: readonly Condition[]): SimilarWindow[] {
+  const windows = new Map<string, SimilarWindow>();
+  const visit = (condition: Condition): void => {
+    if ('field' in condition) return;
+    if ('all' in condition) return condition.all.forEach(visit);
+    if ('any' in condition) return condition.any.forEach(visit);
+    if ('not' in condition) return visit(condition.not);
+    const { atLeast, withinMs } = condition.similar;
+    windows.set(`${atLeast}/${withinMs}`, { atLeast, withinMs });
+  };
+  conditions.forEach(visit);
+  return [...windows.values()];
 }
 
 function passes(values: unknown[], test: FieldTest): boolean {
@@ -33,6 +68,7 @@ type ValueTest = (value: unknown) => boolean;
  * rules are loaded: records then only run them.
  */
 export function compileCondition(condition: Condition): void {
+  if ('similar' in condition) return;
   if ('all' in condition) return condition.all.forEach(compileCondition);
   if ('any' in condition) return condition.any.forEach(compileCondition);
   if ('not' in condition) return compileCondition(condition.not);

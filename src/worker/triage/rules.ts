@@ -1,11 +1,14 @@
 /**
- * The rules file of auto-triage (TRIAGE_RULES): which records get which PATCH. Validated in full
- * at start; a problem stops the worker with the JSON path where it is.
+ * The rules file of auto-triage (TRIAGE_RULES): which records get which PATCH, and which
+ * matches are told to a chat. Validated in full at start; a problem stops the worker with the
+ * JSON path where it is.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { FeedbackPatch } from '../../api/resources.js';
+import type { SimilarWindow } from '../../similar/similar-facts.js';
 import { compileCondition } from './conditions.js';
+import { parseDuration } from './duration.js';
 import { parseJsonc, type JsoncDocument } from './jsonc.js';
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
@@ -27,8 +30,17 @@ export interface FieldTest {
   readonly gte?: number;
 }
 
+/**
+ * Holds for the one delivery of a group whose arrival makes the group reach `atLeast`
+ * deliveries within `withinMs` (`similar.crossed` holds the window); false without grouping.
+ */
+export interface SimilarTest {
+  readonly similar: SimilarWindow;
+}
+
 export type Condition =
   | FieldTest
+  | SimilarTest
   | { readonly all: readonly Condition[] }
   | { readonly any: readonly Condition[] }
   | { readonly not: Condition };
@@ -61,7 +73,7 @@ const ConditionSchema: z.ZodType<Condition> = z.lazy(() =>
       context.addIssue({
         code: 'custom',
         message:
-          'expected a condition: {"field": ..., <operator>: ...}, {"all": [...]}, {"any": [...]} or {"not": {...}}',
+          'expected a condition: {"field": ..., <operator>: ...}, {"similar": {...}}, {"all": [...]}, {"any": [...]} or {"not": {...}}',
       });
       return z.NEVER;
     }
@@ -74,12 +86,36 @@ const ConditionSchema: z.ZodType<Condition> = z.lazy(() =>
   }),
 );
 
+/** The most deliveries a group-size condition can wait for. */
+export const MAX_SIMILAR_AT_LEAST = 10_000;
+
+const SimilarTestSchema = z
+  .strictObject({
+    similar: z.strictObject({
+      atLeast: z
+        .number()
+        .int('expected a whole number')
+        .min(1, 'expected at least 1')
+        .max(MAX_SIMILAR_AT_LEAST, `expected at most ${MAX_SIMILAR_AT_LEAST}`),
+      within: z.string().transform((text, context) => {
+        const parsed = parseDuration(text);
+        if ('ms' in parsed) return parsed.ms;
+        context.addIssue({ code: 'custom', message: parsed.problem });
+        return z.NEVER;
+      }),
+    }),
+  })
+  .transform(({ similar }): SimilarTest => ({
+    similar: { atLeast: similar.atLeast, withinMs: similar.within },
+  }));
+
 function branchOf(value: unknown): z.ZodType | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
   if ('all' in value) return z.strictObject({ all: z.array(ConditionSchema).min(1) });
   if ('any' in value) return z.strictObject({ any: z.array(ConditionSchema).min(1) });
   if ('not' in value) return z.strictObject({ not: ConditionSchema });
   if ('field' in value) return FieldTestSchema;
+  if ('similar' in value) return SimilarTestSchema;
   return undefined;
 }
 
@@ -94,12 +130,32 @@ const PatchSchema = z
   })
   .refine((patch) => Object.keys(patch).length > 0, { message: 'set needs at least one field' });
 
-const RuleSchema = z.strictObject({
-  name: z.string().min(1),
-  description: z.string().optional(),
-  when: ConditionSchema,
-  set: PatchSchema,
+/** Which record a rule's `set` PATCHes. */
+export const RULE_TARGETS = ['this', 'first'] as const;
+export type RuleTarget = (typeof RULE_TARGETS)[number];
+
+const NotifySchema = z.strictObject({
+  // The variable's name only: the URL is a secret and never sits in a file that is shared.
+  urlFrom: z
+    .string()
+    .regex(
+      /^[A-Za-z_][A-Za-z0-9_]{0,127}$/,
+      'expected the name of an environment variable that holds the URL, e.g. SLACK_WEBHOOK_URL',
+    ),
 });
+
+const RuleSchema = z
+  .strictObject({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    when: ConditionSchema,
+    target: z.enum(RULE_TARGETS).default('this'),
+    set: PatchSchema.optional(),
+    notify: NotifySchema.optional(),
+  })
+  .refine((rule) => rule.set !== undefined || rule.notify !== undefined, {
+    message: 'a rule needs "set", "notify" or both',
+  });
 
 export const TriageRulesSchema = z
   .strictObject({
@@ -127,7 +183,11 @@ export interface TriageRule {
   readonly name: string;
   readonly description?: string | undefined;
   readonly when: Condition;
-  readonly set: FeedbackPatch;
+  /** `this` (default): the delivery's record; `first`: its group's first record. */
+  readonly target: RuleTarget;
+  readonly set?: FeedbackPatch | undefined;
+  /** Posts a message to the URL held by the environment variable `urlFrom` names. */
+  readonly notify?: { readonly urlFrom: string } | undefined;
 }
 
 export interface TriageRules {

@@ -140,4 +140,34 @@ describe('the triage summary', () => {
     );
     expect(summary).not.toContain('Would send');
   });
+
+  it("says what rules on the group did: the first record's PATCH and the notifies", () => {
+    expect(
+      triageOf({
+        matched: ['incident'],
+        patch: {},
+        sent: false,
+        first: { recordId: 'fb_1', patch: { priority_id: 1 } },
+        firstSent: true,
+        notify: [{ rule: 'incident', urlFrom: 'SLACK_WEBHOOK_URL' }],
+        notified: ['SLACK_WEBHOOK_URL'],
+      }),
+    ).toContain(
+      'Rules that fired: incident. Sent PATCH {"priority_id":1} to the group\'s first record fb_1 and a notify through SLACK_WEBHOOK_URL.',
+    );
+  });
+
+  it('says what rules on the group would do in dry run', () => {
+    const summary = triageOf({
+      matched: ['incident'],
+      patch: { status_id: 9 },
+      sent: false,
+      first: { recordId: 'fb_1', patch: { priority_id: 1 } },
+      notify: [{ rule: 'incident', urlFrom: 'SLACK_WEBHOOK_URL' }],
+    });
+    expect(summary).toContain(
+      'Would send PATCH {"priority_id":1} to the group\'s first record fb_1 and a notify through SLACK_WEBHOOK_URL (dry run: not sent).',
+    );
+    expect(summary).not.toContain('Sent');
+  });
 });
