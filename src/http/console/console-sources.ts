@@ -1,5 +1,6 @@
 /** What the delivery console reads and acts on: its pages and its API alike. */
 import type { Queue } from 'bullmq';
+import type { SimilarGroups } from '../../grouping/similar-groups.js';
 import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
 import type { StatsSnapshot } from '../../queue/delivery-stats.js';
 import type { Quarantine } from '../../queue/quarantine.js';
@@ -27,6 +28,8 @@ export interface ConsoleSources {
   queues(): Promise<readonly Queue[]>;
   /** What the receivers answered, per minute (see delivery-stats.ts). */
   readStats(): Promise<StatsSnapshot>;
+  /** Groups of similar feedback (docs/similar.md); undefined when SIMILAR=off. */
+  readonly similarGroups?: SimilarGroups | undefined;
   /** TRACE_URL_TEMPLATE: a delivery's trace id links to `{traceId}` in it. */
   readonly traceUrlTemplate?: string | undefined;
 }
