@@ -21,7 +21,8 @@ const PROBLEMS = [
   'Search results page shows a blank white screen when I filter by price',
   'The password reset email never arrives even after waiting an hour',
 ];
-const REPORTS_EACH = 40;
+/** The stream's bound, whatever happens to the kills: reports of each problem. */
+const MOST_ROUNDS = 200;
 let cluster: Cluster;
 
 afterAll(() => cluster?.close());
@@ -39,37 +40,39 @@ it('keeps every delivery in one group, counted once, through workers killed whil
   await cluster.work({ ...env, WORKER_CONCURRENCY: '4' });
   const sender = createSender({ targets: () => [receiver.url], secret: SECRET });
 
-  const total = PROBLEMS.length * REPORTS_EACH;
-  let delivered = 0;
+  // Reports keep coming until the last kill, so each victim finds routings to take.
+  let killing = true;
+  let rounds = 0;
   const streaming = (async () => {
-    for (let round = 0; round < REPORTS_EACH; round += 1) {
+    while (killing && rounds < MOST_ROUNDS) {
+      const round = rounds;
       await Promise.all(
-        PROBLEMS.map((problem, p) => {
-          const id = `fb_similar_${p}_${round}`;
-          return sender.deliver({
-            id,
+        PROBLEMS.map((problem, p) =>
+          sender.deliver({
+            id: `fb_similar_${p}_${round}`,
             project_id: 'prj_similar',
             title: problem,
             description: `${problem}. Reported by visitor ${round}.`,
-          });
-        }),
+          }),
+        ),
       );
-      delivered += PROBLEMS.length;
-      await sleep(30);
+      rounds += 1;
+      await sleep(40);
     }
   })();
 
-  let kills = 0;
-  for (; kills < KILLS && delivered < total; kills += 1) {
+  for (let kill = 0; kill < KILLS; kill += 1) {
     const victim = await cluster.work({ ...env, WORKER_CONCURRENCY: '8' });
-    // Killed once it has routed something: mid-stream, with routings in flight.
+    // Killed once it has made a run: mid-stream, with routings in flight.
     await vi.waitFor(
       () => expect(cluster.runs().some((run) => run.pid === victim.child.pid)).toBe(true),
       { timeout: 30_000 },
     );
     await cluster.stop(victim, 'SIGKILL');
   }
+  killing = false;
   await streaming;
+  const total = PROBLEMS.length * rounds;
   await settle(cluster, sender.acknowledged);
   const result = await tally(cluster, sender.sent, sender.acknowledged);
   expectInvariant(result);
@@ -98,7 +101,7 @@ it('keeps every delivery in one group, counted once, through workers killed whil
   const groupsOf = new Map<string, string[]>();
   for (const memberKey of memberKeys) {
     const group = memberKey.slice(memberKey.indexOf(':group:') + ':group:'.length);
-    for (const key of await client.zrange(memberKey, 0, -1)) {
+    for (const key of await client.zrange(memberKey, '0', '-1')) {
       groupsOf.set(key, [...(groupsOf.get(key) ?? []), group]);
     }
   }
@@ -108,7 +111,7 @@ it('keeps every delivery in one group, counted once, through workers killed whil
     'members of all groups',
   ).toBe(total);
   for (let p = 0; p < PROBLEMS.length; p += 1) {
-    for (let round = 0; round < REPORTS_EACH; round += 1) {
+    for (let round = 0; round < rounds; round += 1) {
       const key = keyOf(`fb_similar_${p}_${round}`);
       expect(groupsOf.get(key), `the groups of ${key}`).toHaveLength(1);
     }
@@ -117,7 +120,7 @@ it('keeps every delivery in one group, counted once, through workers killed whil
   const groupOfLine = new Map(lines.map(([key, group]) => [key!, group!]));
   for (let p = 0; p < PROBLEMS.length; p += 1) {
     const groups = new Set(
-      Array.from({ length: REPORTS_EACH }, (_, round) =>
+      Array.from({ length: rounds }, (_, round) =>
         groupOfLine.get(keyOf(`fb_similar_${p}_${round}`)),
       ),
     );
@@ -129,7 +132,7 @@ it('keeps every delivery in one group, counted once, through workers killed whil
   finishScenario({
     scenario: '18. workers SIGKILLed while grouping',
     result,
-    notes: `${kills} kills while routing; ${total} deliveries of ${PROBLEMS.length} problems in ${memberKeys.length} groups, each delivery in one; ${crossings.length} crossings of 5 within an hour, one per group`,
+    notes: `${KILLS} kills while routing; ${total} deliveries of ${PROBLEMS.length} problems in ${memberKeys.length} groups, each delivery in one; ${crossings.length} crossings of 5 within an hour, one per group`,
     output: cluster.output(),
     answers: sender.answers,
     secrets: [SECRET],
