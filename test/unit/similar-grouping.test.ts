@@ -5,7 +5,7 @@ import {
   encodeCompactDocument,
 } from '../../src/similar/compact-document.js';
 import type { SimilarRecord } from '../../src/similar/considered-text.js';
-import { chooseGroup } from '../../src/similar/grouping.js';
+import { chooseGroup, groupEvidence } from '../../src/similar/grouping.js';
 import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
 
 interface Row {
@@ -158,5 +158,29 @@ describe('chooseGroup', () => {
     expect(chooseGroup([match('a', 0.35)], (m) => `g-${m.id}`, 0.35)).toBe('g-a');
     expect(chooseGroup([match('a', 0.34)], (m) => `g-${m.id}`, 0.35)).toBeUndefined();
     expect(chooseGroup([], (m) => m.id, 0)).toBeUndefined();
+  });
+
+  it("adds half a group's second-best member to its best, and joins the group with most", () => {
+    const groups: Record<string, string> = { a: 'A', b1: 'B', b2: 'B', b3: 'B' };
+    const groupOf = (m: { id: string }) => groups[m.id]!;
+    // A alone: 0.40, short of 0.425. B: 0.35 + 0.5 × 0.30 = 0.50 (its third member adds nothing).
+    const matches = [match('a', 0.4), match('b1', 0.35), match('b2', 0.3), match('b3', 0.29)];
+    expect(chooseGroup(matches, groupOf, 0.425)).toBe('B');
+    expect(chooseGroup(matches, groupOf, 0.51)).toBeUndefined();
+    expect(chooseGroup([match('a', 0.4)], groupOf, 0.425)).toBeUndefined();
+    // With no weight on the second member, the rule is the best match at the threshold.
+    expect(chooseGroup(matches, groupOf, 0.4, 0)).toBe('A');
+  });
+
+  it('gives each group its evidence, at most 1, whatever the order of the matches', () => {
+    const groupOf = (m: { id: string }) => m.id[0]!;
+    const evidence = groupEvidence(
+      [match('b1', 0.2), match('a1', 0.9), match('a2', 0.8), match('b2', 0.6)],
+      groupOf,
+    );
+    expect([...evidence]).toEqual([
+      ['b', 0.6 + 0.5 * 0.2],
+      ['a', 1],
+    ]);
   });
 });
