@@ -94,7 +94,12 @@ interface Replay {
 }
 
 function replay(rows: Row[], atThreshold: number): Replay {
-  const grouper = new SimilarGrouper({ threshold: atThreshold, secondMemberWeight, maxTerms, terms });
+  const grouper = new SimilarGrouper({
+    threshold: atThreshold,
+    secondMemberWeight,
+    maxTerms,
+    terms,
+  });
   const trueGroupOf = new Map<string, string>();
   const seenGroups = new Set<string>();
   const hits = { 1: 0, 5: 0, 10: 0 };
