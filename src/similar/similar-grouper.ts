@@ -6,7 +6,12 @@
 import { compactDocument, type CompactDocument, MAX_TERMS } from './compact-document.js';
 import { DEFAULT_TERM_OPTIONS, documentTerms, type TermOptions } from './document-terms.js';
 import type { SimilarRecord } from './considered-text.js';
-import { chooseGroup, DEFAULT_SIMILAR_THRESHOLD, SECOND_MEMBER_WEIGHT } from './grouping.js';
+import {
+  BACKGROUND_WEIGHT,
+  chooseGroup,
+  DEFAULT_SIMILAR_THRESHOLD,
+  SECOND_MEMBER_WEIGHT,
+} from './grouping.js';
 import { DEFAULT_MATCH_LIMIT, type SimilarMatch, SimilarityIndex } from './similarity-index.js';
 
 export interface SimilarGrouperOptions {
@@ -14,6 +19,8 @@ export interface SimilarGrouperOptions {
   readonly threshold?: number;
   /** How much a group's second-best member adds to its evidence. Default SECOND_MEMBER_WEIGHT. */
   readonly secondMemberWeight?: number;
+  /** How much of the matches' background is taken off a group's evidence. Default BACKGROUND_WEIGHT. */
+  readonly backgroundWeight?: number;
   /** Terms kept per record. Default MAX_TERMS. */
   readonly maxTerms?: number;
   readonly terms?: TermOptions;
@@ -33,12 +40,14 @@ export class SimilarGrouper {
   private readonly groups: string[] = [];
   private readonly threshold: number;
   private readonly secondMemberWeight: number;
+  private readonly backgroundWeight: number;
   private readonly maxTerms: number;
   private readonly termOptions: TermOptions;
 
   constructor(options: SimilarGrouperOptions = {}) {
     this.threshold = options.threshold ?? DEFAULT_SIMILAR_THRESHOLD;
     this.secondMemberWeight = options.secondMemberWeight ?? SECOND_MEMBER_WEIGHT;
+    this.backgroundWeight = options.backgroundWeight ?? BACKGROUND_WEIGHT;
     this.maxTerms = options.maxTerms ?? MAX_TERMS;
     this.termOptions = options.terms ?? DEFAULT_TERM_OPTIONS;
   }
@@ -57,6 +66,7 @@ export class SimilarGrouper {
         (match) => this.groups[match.ordinal]!,
         this.threshold,
         this.secondMemberWeight,
+        this.backgroundWeight,
       ) ?? id;
     this.index.add(id, document);
     this.groups.push(group);
