@@ -15,7 +15,7 @@ import {
 import { DEFAULT_MATCH_LIMIT, type SimilarMatch, SimilarityIndex } from './similarity-index.js';
 
 export interface SimilarGrouperOptions {
-  /** Score from which a record joins its best match's group. Default DEFAULT_SIMILAR_THRESHOLD. */
+  /** Confidence (see chooseGroup) from which a record joins a group. Default DEFAULT_SIMILAR_THRESHOLD. */
   readonly threshold?: number;
   /** How much a group's second-best member adds to its evidence. Default SECOND_MEMBER_WEIGHT. */
   readonly secondMemberWeight?: number;
