@@ -6,8 +6,8 @@
  * time one record takes (terms, query, grouping) with 10 000 and 100 000 records kept.
  *
  *   npm run build && tsc -p bench && node dist-bench/bench/similar-offline.js [--data file]...
- *     [--threshold 0.35] [--sweep] [--max-terms 80] [--title-weight 2] [--pair-weight 0.5]
- *     [--piece-weight 0.25] [--url-weight 1] [--prefix 5] [--no-timing]
+ *     [--threshold 0.425] [--second-weight 0.5] [--background-weight 0.5] [--sweep] [--max-terms 80] [--title-weight 2] [--pair-weight 0.5]
+ *     [--piece-weight 0.25] [--url-weight 2] [--prefix 4] [--no-timing]
  *
  * Timing runs must hold the bench lock: `flock -x /work/bench.lock node dist-bench/...`.
  */
@@ -26,7 +26,11 @@ import {
   type TermOptions,
 } from '../src/similar/document-terms.js';
 import type { SimilarRecord } from '../src/similar/considered-text.js';
-import { DEFAULT_SIMILAR_THRESHOLD } from '../src/similar/grouping.js';
+import {
+  BACKGROUND_WEIGHT,
+  DEFAULT_SIMILAR_THRESHOLD,
+  SECOND_MEMBER_WEIGHT,
+} from '../src/similar/grouping.js';
 import { SimilarGrouper } from '../src/similar/similar-grouper.js';
 import { percentile } from './stats.js';
 
@@ -38,6 +42,8 @@ const { values } = parseArgs({
     data: { type: 'string', multiple: true },
     threshold: { type: 'string' },
     sweep: { type: 'boolean', default: false },
+    'second-weight': { type: 'string' },
+    'background-weight': { type: 'string' },
     'max-terms': { type: 'string' },
     'title-weight': { type: 'string' },
     'pair-weight': { type: 'string' },
@@ -59,6 +65,8 @@ const number = (value: string | undefined, fallback: number): number => {
 };
 
 const threshold = number(values.threshold, DEFAULT_SIMILAR_THRESHOLD);
+const secondMemberWeight = number(values['second-weight'], SECOND_MEMBER_WEIGHT);
+const backgroundWeight = number(values['background-weight'], BACKGROUND_WEIGHT);
 const maxTerms = number(values['max-terms'], MAX_TERMS);
 const terms: TermOptions = {
   titleWeight: number(values['title-weight'], DEFAULT_TERM_OPTIONS.titleWeight),
@@ -92,7 +100,13 @@ interface Replay {
 }
 
 function replay(rows: Row[], atThreshold: number): Replay {
-  const grouper = new SimilarGrouper({ threshold: atThreshold, maxTerms, terms });
+  const grouper = new SimilarGrouper({
+    threshold: atThreshold,
+    secondMemberWeight,
+    backgroundWeight,
+    maxTerms,
+    terms,
+  });
   const trueGroupOf = new Map<string, string>();
   const seenGroups = new Set<string>();
   const hits = { 1: 0, 5: 0, 10: 0 };
@@ -160,7 +174,7 @@ function bCubed(truth: string[], formed: string[]): { precision: number; recall:
 const fixed = (value: number, digits = 3) => value.toFixed(digits);
 
 console.log(
-  `options: threshold ${threshold}, max terms ${maxTerms}, title weight ${terms.titleWeight}, ` +
+  `options: threshold ${threshold}, second member weight ${secondMemberWeight}, background weight ${backgroundWeight}, max terms ${maxTerms}, title weight ${terms.titleWeight}, ` +
     `pair weight ${terms.pairWeight}, piece weight ${terms.pieceWeight}, url weight ${terms.urlWeight}, prefix ${terms.prefixLength}`,
 );
 for (const file of values.data ?? DEFAULT_DATA) {
@@ -247,7 +261,13 @@ function measureTiming(
     description: Array.from({ length: 80 }, zipfWord).join(' '),
     url: `https://example.com/${zipfWord()}/${zipfWord()}`,
   });
-  const grouper = new SimilarGrouper({ threshold, maxTerms, terms });
+  const grouper = new SimilarGrouper({
+    threshold,
+    secondMemberWeight,
+    backgroundWeight,
+    maxTerms,
+    terms,
+  });
   const results: {
     kept: number;
     p50: number;

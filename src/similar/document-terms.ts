@@ -20,9 +20,9 @@ export interface TermOptions {
   readonly pairWeight: number;
   /** How much a piece of a word counts against the word. Default 0.25 (0: no pieces). */
   readonly pieceWeight: number;
-  /** How much a URL path word counts. Default 1. */
+  /** How much a URL path word counts. Default 2. */
   readonly urlWeight: number;
-  /** Longest word prefix kept as a term. Default 5. */
+  /** Longest word prefix kept as a term. Default 4. */
   readonly prefixLength: number;
 }
 
@@ -30,8 +30,8 @@ export const DEFAULT_TERM_OPTIONS: TermOptions = {
   titleWeight: 2,
   pairWeight: 0.5,
   pieceWeight: 0.25,
-  urlWeight: 1,
-  prefixLength: 5,
+  urlWeight: 2,
+  prefixLength: 4,
 };
 
 /** Characters in a piece of a word; only words longer than a piece are cut into pieces. */

@@ -6,12 +6,21 @@
 import { compactDocument, type CompactDocument, MAX_TERMS } from './compact-document.js';
 import { DEFAULT_TERM_OPTIONS, documentTerms, type TermOptions } from './document-terms.js';
 import type { SimilarRecord } from './considered-text.js';
-import { chooseGroup, DEFAULT_SIMILAR_THRESHOLD } from './grouping.js';
+import {
+  BACKGROUND_WEIGHT,
+  chooseGroup,
+  DEFAULT_SIMILAR_THRESHOLD,
+  SECOND_MEMBER_WEIGHT,
+} from './grouping.js';
 import { DEFAULT_MATCH_LIMIT, type SimilarMatch, SimilarityIndex } from './similarity-index.js';
 
 export interface SimilarGrouperOptions {
-  /** Score from which a record joins its best match's group. Default DEFAULT_SIMILAR_THRESHOLD. */
+  /** Confidence (see chooseGroup) from which a record joins a group. Default DEFAULT_SIMILAR_THRESHOLD. */
   readonly threshold?: number;
+  /** How much a group's second-best member adds to its evidence. Default SECOND_MEMBER_WEIGHT. */
+  readonly secondMemberWeight?: number;
+  /** How much of the matches' background is taken off a group's evidence. Default BACKGROUND_WEIGHT. */
+  readonly backgroundWeight?: number;
   /** Terms kept per record. Default MAX_TERMS. */
   readonly maxTerms?: number;
   readonly terms?: TermOptions;
@@ -30,11 +39,15 @@ export class SimilarGrouper {
   readonly index = new SimilarityIndex();
   private readonly groups: string[] = [];
   private readonly threshold: number;
+  private readonly secondMemberWeight: number;
+  private readonly backgroundWeight: number;
   private readonly maxTerms: number;
   private readonly termOptions: TermOptions;
 
   constructor(options: SimilarGrouperOptions = {}) {
     this.threshold = options.threshold ?? DEFAULT_SIMILAR_THRESHOLD;
+    this.secondMemberWeight = options.secondMemberWeight ?? SECOND_MEMBER_WEIGHT;
+    this.backgroundWeight = options.backgroundWeight ?? BACKGROUND_WEIGHT;
     this.maxTerms = options.maxTerms ?? MAX_TERMS;
     this.termOptions = options.terms ?? DEFAULT_TERM_OPTIONS;
   }
@@ -48,7 +61,13 @@ export class SimilarGrouper {
     );
     const matches = this.index.query(document, DEFAULT_MATCH_LIMIT);
     const group =
-      chooseGroup(matches, (match) => this.groups[match.ordinal]!, this.threshold) ?? id;
+      chooseGroup(
+        matches,
+        (match) => this.groups[match.ordinal]!,
+        this.threshold,
+        this.secondMemberWeight,
+        this.backgroundWeight,
+      ) ?? id;
     this.index.add(id, document);
     this.groups.push(group);
     return { matches, group, document };

@@ -5,7 +5,7 @@ import {
   encodeCompactDocument,
 } from '../../src/similar/compact-document.js';
 import type { SimilarRecord } from '../../src/similar/considered-text.js';
-import { chooseGroup } from '../../src/similar/grouping.js';
+import { bestGroup, chooseGroup, groupEvidence } from '../../src/similar/grouping.js';
 import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
 
 interface Row {
@@ -158,5 +158,46 @@ describe('chooseGroup', () => {
     expect(chooseGroup([match('a', 0.35)], (m) => `g-${m.id}`, 0.35)).toBe('g-a');
     expect(chooseGroup([match('a', 0.34)], (m) => `g-${m.id}`, 0.35)).toBeUndefined();
     expect(chooseGroup([], (m) => m.id, 0)).toBeUndefined();
+  });
+
+  it("adds half a group's second-best member to its best, and joins the group with most", () => {
+    const groups: Record<string, string> = { a: 'A', b1: 'B', b2: 'B', b3: 'B' };
+    const groupOf = (m: { id: string }) => groups[m.id]!;
+    // A alone: 0.40, short of 0.425. B: 0.35 + 0.5 × 0.30 = 0.50 (its third member adds nothing).
+    const matches = [match('a', 0.4), match('b1', 0.35), match('b2', 0.3), match('b3', 0.29)];
+    const evidenceOnly = (threshold: number, secondWeight?: number) =>
+      chooseGroup(matches, groupOf, threshold, secondWeight, 0);
+    expect(evidenceOnly(0.425)).toBe('B');
+    expect(evidenceOnly(0.51)).toBeUndefined();
+    expect(chooseGroup([match('a', 0.4)], groupOf, 0.425)).toBeUndefined();
+    // With no weight on the second member, the rule is the best match at the threshold.
+    expect(evidenceOnly(0.4, 0)).toBe('A');
+  });
+
+  it('takes half the mean score of the matches outside the group off its evidence', () => {
+    const groupOf = (m: { id: string }) => m.id[0]!;
+    // a: 0.5 + 0.5 × 0.4 = 0.7; outside it b and c, mean 0.3: confidence 0.7 − 0.15 = 0.55.
+    const matches = [match('a1', 0.5), match('a2', 0.4), match('b1', 0.35), match('c1', 0.25)];
+    const best = bestGroup(matches, groupOf)!;
+    expect(best.group).toBe('a');
+    expect(best.evidence).toBeCloseTo(0.7, 9);
+    expect(best.confidence).toBeCloseTo(0.55, 9);
+    expect(chooseGroup(matches, groupOf, 0.54)).toBe('a');
+    expect(chooseGroup(matches, groupOf, 0.56)).toBeUndefined();
+    // A report that scores alike against everything has little confidence in any group.
+    const flat = ['a', 'b', 'c', 'd', 'e'].map((id) => match(id, 0.3));
+    expect(bestGroup(flat, groupOf)?.confidence).toBeCloseTo(0.15, 9);
+  });
+
+  it('gives each group its evidence, at most 1, whatever the order of the matches', () => {
+    const groupOf = (m: { id: string }) => m.id[0]!;
+    const evidence = groupEvidence(
+      [match('b1', 0.2), match('a1', 0.9), match('a2', 0.8), match('b2', 0.6)],
+      groupOf,
+    );
+    expect([...evidence]).toEqual([
+      ['b', 0.6 + 0.5 * 0.2],
+      ['a', 1],
+    ]);
   });
 });
