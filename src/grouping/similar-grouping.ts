@@ -144,9 +144,10 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
         const grouping = readStored(stored[i]);
         let group = grouping?.g;
         if (group === undefined) {
-          const best = state.index.query(entry.document, 1);
+          // As its own worker decides (below): the same matches, the same rule.
+          const found = state.index.query(entry.document, DEFAULT_MATCH_LIMIT);
           group =
-            chooseGroup(best, (match) => state.groups[match.ordinal]!, threshold) ??
+            chooseGroup(found, (match) => state.groups[match.ordinal]!, threshold) ??
             groupIdOf(project, entry.key);
         }
         if (!state.firsts.has(group)) {
@@ -218,7 +219,12 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
         .query(document, DEFAULT_MATCH_LIMIT + later + kept)
         .filter((match) => match.ordinal < own && match.ordinal >= kept)
         .slice(0, DEFAULT_MATCH_LIMIT);
-      const chosen = chooseGroup(found, (match) => match, threshold);
+      // The group with the most evidence among the matches (grouping.ts), joined through its
+      // best member here: the join script takes that member's group as stored.
+      const groupOfMatch = (match: { ordinal: number }) => current.groups[match.ordinal]!;
+      const joined = chooseGroup(found, groupOfMatch, threshold);
+      const chosen =
+        joined === undefined ? undefined : found.find((match) => groupOfMatch(match) === joined);
       const bestGroup = chosen ? current.groups[chosen.ordinal]! : '';
       return {
         matches: found.map((match) => ({ ...current.entries[match.ordinal]!, score: match.score })),

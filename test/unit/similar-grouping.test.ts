@@ -15,11 +15,12 @@ interface Row {
 
 /** The first 120 reports of webapp-650 (MIT, BugSpotter; see the fixture's NOTICE). */
 const rows: Row[] = readFileSync(
-  new URL('../fixtures/similar-webapp-120.jsonl', import.meta.url),
+  new URL('../fixtures/similar-webapp-200.jsonl', import.meta.url),
   'utf8',
 )
   .trim()
   .split('\n')
+  .slice(0, 120)
   .map((line) => JSON.parse(line) as Row);
 
 function replay(input: Row[]) {
