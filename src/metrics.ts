@@ -20,6 +20,8 @@ export interface Metrics {
   readonly handlerRunDuration: Histogram<'handler' | 'outcome'>;
   readonly apiRequests: Counter<'method' | 'status'>;
   readonly rateLimitWaitSeconds: Counter;
+  /** The time grouping (SIMILAR) adds to a routing: compare, store, join. */
+  readonly similarDuration: Histogram;
   /** Quarantine entries dropped to keep it within its bounds, by bound: age, count, bytes. */
   readonly quarantineDropped: Counter<'bound'>;
   /**
@@ -154,6 +156,12 @@ export function createMetrics({
     rateLimitWaitSeconds: new Counter({
       name: 'feedback_receiver_api_rate_limit_wait_seconds_total',
       help: 'Time API calls spent waiting for a slot of the shared rate limit.',
+      registers,
+    }),
+    similarDuration: new Histogram({
+      name: 'feedback_receiver_similar_seconds',
+      help: 'Time grouping added to a routing (SIMILAR): comparing the delivery with the earlier ones of its project, storing it and joining its group.',
+      buckets: FAST,
       registers,
     }),
     quarantineDropped: new Counter({

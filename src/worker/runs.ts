@@ -59,7 +59,8 @@ export interface RunsOptions {
   /** How long a run's deduplication marker is kept; see DEDUPE_TTL_SECONDS. */
   readonly dedupeTtlSeconds: number;
   readonly retention?: JobRetention | undefined;
-  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration'> | undefined;
+  readonly metrics?:
+    Pick<Metrics, 'handlerRuns' | 'handlerRunDuration' | 'similarDuration'> | undefined;
   /** Groups each routed delivery with similar ones; undefined when SIMILAR=off. */
   readonly similar?: SimilarGrouping | undefined;
 }
@@ -105,7 +106,9 @@ export function createRuns(options: RunsOptions): Runs {
     );
     // Before the runs are added, so that each carries its facts. A grouping that fails (Redis
     // away) fails the routing job, which BullMQ retries; a routing that runs again is grouped once.
+    const grouping = options.similar && performance.now();
     const similar = await options.similar?.group(delivery);
+    if (grouping) options.metrics?.similarDuration.observe((performance.now() - grouping) / 1000);
     await addRuns(
       runQueues,
       { deliveryJobId: job.id!, delivery, similar },

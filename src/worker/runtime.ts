@@ -58,7 +58,7 @@ export interface WorkerRuntimeOptions {
   /** Retention of handler runs; the default keeps failed runs (the dead letter) 30 days. */
   readonly retention?: JobRetention;
   /** Counts and times handler runs by outcome. */
-  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration'>;
+  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration' | 'similarDuration'>;
   /**
    * TRIAGE_DRY_RUN: auto-triage matches and logs, and sends nothing. Said on the start line, so a
    * dry run is not taken for a live one. Default: false.

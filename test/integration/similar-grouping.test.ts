@@ -79,11 +79,13 @@ describe('grouping similar feedback in routing', () => {
       Array.from({ length: 12 }, (_, n) => n + 1),
     );
     expect(await env.connection.zcard(groupMembersKey(keysOf(), group!))).toBe(12);
-    const first = facts.find((fact) => fact!.group.size === 1)!;
-    expect(first.matches).toEqual([]);
-    const last = facts.find((fact) => fact!.group.size === 12)!;
-    expect(last.matches.length).toBe(10);
-    expect(last.group.first).toEqual(first.group.first);
+    // Joins can finish out of the stream's order (a size is the group's as the delivery joined
+    // it), but matches are the stream's: the group's first delivery has none, and the last one
+    // in the stream has 10 of its 11 predecessors.
+    const firstOf = facts[0]!.group.first;
+    expect(facts.every((fact) => fact!.group.first.key === firstOf.key)).toBe(true);
+    expect(seen.get(firstOf.recordId)!.matches).toEqual([]);
+    expect(Math.max(...facts.map((fact) => fact!.matches.length))).toBe(10);
   });
 
   it('counts a delivery once and keeps its group when its routing runs again', async () => {
