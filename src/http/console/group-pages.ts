@@ -4,6 +4,11 @@
  * written by anonymous visitors, so they reach the page only through `html`, which escapes them;
  * the arrivals chart is SVG drawn on the server from numbers alone.
  */
+import type {
+  GroupDelivery,
+  SimilarGroupDetail,
+  SimilarGroupSummary,
+} from '../../grouping/similar-groups.js';
 import type { SimilarFacts } from '../../similar/similar-facts.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout, time } from './pages.js';
@@ -18,39 +23,13 @@ export type GroupSpan = keyof typeof GROUP_SPANS;
 
 export const GROUPS_PATH = `${CONSOLE_PATH}/groups`;
 
-/** A delivery as a group lists it: enough to link to it and say what it was. */
-export interface GroupMemberView {
-  readonly key: string;
-  readonly recordId: string;
-  readonly title: string;
-  /** When it arrived, in ms since the epoch. */
-  readonly at: number;
-}
-
-/** A group as the groups page shows it. */
-export interface GroupSummaryView {
-  readonly id: string;
-  readonly project: string;
-  readonly size: number;
-  readonly first: GroupMemberView;
-  /** When its latest delivery arrived, in ms since the epoch. */
-  readonly lastAt: number;
-  /** Deliveries per bucket over the span, oldest first. */
-  readonly arrivals: readonly number[];
-}
-
-export interface GroupView extends GroupSummaryView {
-  /** Its deliveries, as many as are kept. */
-  readonly deliveries: readonly GroupMemberView[];
-}
-
 /** What the delivery page's "Similar" section shows: the facts, or that grouping is off. */
 export type SimilarSection =
   | { readonly grouping: 'off' }
   | { readonly grouping: 'on'; readonly facts: SimilarFacts | undefined };
 
 export function groupsPage(
-  groups: readonly GroupSummaryView[],
+  groups: readonly SimilarGroupSummary[],
   span: GroupSpan,
   project: string | undefined,
 ): Html {
@@ -90,7 +69,9 @@ export function groupsPage(
                   (group) =>
                     html`<tr>
                       <td data-label="Size">
-                        <a href="${groupHref(group.id)}">${plural(group.size, 'delivery', 'deliveries')}</a>
+                        <a href="${groupHref(group.id)}"
+                          >${plural(group.size, 'delivery', 'deliveries')}</a
+                        >
                       </td>
                       <td data-label="First report">
                         <a href="${deliveryHref(group.first.key)}">${titleOf(group.first)}</a>
@@ -106,7 +87,7 @@ export function groupsPage(
   );
 }
 
-export function groupPage(group: GroupView): Html {
+export function groupPage(group: SimilarGroupDetail): Html {
   const title = titleOf(group.first);
   return layout(
     `Group: ${title}`,
@@ -116,7 +97,7 @@ export function groupPage(group: GroupView): Html {
         A group of ${plural(group.size, 'delivery', 'deliveries')} in project
         <code>${group.project}</code>, from ${timeAt(group.first.at)} to ${timeAt(group.lastAt)}.
       </p>
-      ${arrivalsChart(group.arrivals, 'Since its first report')}
+      ${arrivalsChart(group.arrivals, 'Last day')}
       <table class="deliveries">
         <thead>
           <tr>
@@ -169,8 +150,8 @@ export function groupNotFoundPage(id: string): Html {
     'groups',
     html`<h1>Not found</h1>
       <p class="empty">
-        No group <code>${id}</code> is kept. A group lasts as long as the delivery history keeps
-        its deliveries (DEDUPE_TTL_SECONDS).
+        No group <code>${id}</code> is kept. A group lasts as long as the delivery history keeps its
+        deliveries (DEDUPE_TTL_SECONDS).
       </p>
       <p><a href="${GROUPS_PATH}">All groups</a></p>`,
   );
@@ -199,13 +180,17 @@ export function similarSection(key: string, section: SimilarSection): Html {
       ${
         alone
           ? html`In a <a href="${groupHref(group.id)}">group of its own</a>.`
-          : html`In a <a href="${groupHref(group.id)}">group of ${plural(group.size, 'delivery', 'deliveries')}</a>${
-              group.first.key === key
-                ? html`, the first of them.`
-                : html`, first reported as <a href="${deliveryHref(group.first.key)}"
-                      ><code>${group.first.recordId}</code></a
-                    >.`
-            }`
+          : html`In a
+              <a href="${groupHref(group.id)}"
+                >group of ${plural(group.size, 'delivery', 'deliveries')}</a
+              >${
+                group.first.key === key
+                  ? html`, the first of them.`
+                  : html`, first reported as
+                      <a href="${deliveryHref(group.first.key)}"
+                        ><code>${group.first.recordId}</code></a
+                      >.`
+              }`
       }
     </p>
     ${
@@ -251,14 +236,19 @@ export function arrivalsChart(arrivals: readonly number[], span: string): Html {
   >
     ${arrivals.map((count, index) => {
       const barHeight = count === 0 ? 0 : Math.max(1, Math.round((count / highest) * height));
-      return html`<rect x="${index * bar}" y="${height - barHeight}" width="${bar - 1}" height="${barHeight}">
+      return html`<rect
+        x="${index * bar}"
+        y="${height - barHeight}"
+        width="${bar - 1}"
+        height="${barHeight}"
+      >
         <title>${plural(count, 'arrival')}</title>
       </rect>`;
     })}
   </svg>`;
 }
 
-function titleOf(member: Pick<GroupMemberView, 'title' | 'recordId'>): string {
+function titleOf(member: Pick<GroupDelivery, 'title' | 'recordId'>): string {
   return member.title || member.recordId;
 }
 
