@@ -15,6 +15,7 @@ export const INVALID_PAYLOAD_MODES = ['quarantine', 'reject'] as const;
 export type InvalidPayloadMode = (typeof INVALID_PAYLOAD_MODES)[number];
 
 import type { LogLevel } from './logger.js';
+import { DEFAULT_SIMILAR_THRESHOLD } from './similar/grouping.js';
 export type { LogLevel };
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -132,6 +133,14 @@ const SharedEnv = {
   COMPLETED_JOB_RETENTION_SECONDS: integer(1).default(24 * 60 * 60),
   ACK_REPLICAS: integer(0, 100).default(0),
   ACK_REPLICAS_TIMEOUT_MS: integer(1, 60_000).default(1_000),
+  SIMILAR: z.enum(['on', 'off']).default('on'),
+  SIMILAR_THRESHOLD: z
+    .string()
+    .trim()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, 'expected a score from 0 to 1')
+    .transform(Number)
+    .default(DEFAULT_SIMILAR_THRESHOLD),
+  SIMILAR_KEEP: integer(1, 10_000_000).default(100_000),
   ...TracingEnv,
 };
 
@@ -181,6 +190,13 @@ const ProbeEnv = z.object({
 });
 
 /** Read by every role. */
+export interface SimilarConfig {
+  /** A delivery joins its best match's group from this score (0 to 1). */
+  readonly threshold: number;
+  /** Most deliveries kept per project; the oldest are dropped past it. */
+  readonly keep: number;
+}
+
 export interface SharedConfig {
   readonly redisUrl: string;
   /** False when REDIS_URL was not set and `redisUrl` is the default (`start` then runs its own). */
@@ -196,6 +212,11 @@ export interface SharedConfig {
   readonly logPretty: boolean;
   /** How long a delivery (and each handler run of it) is remembered, whatever happens to its job. */
   readonly dedupeTtlSeconds: number;
+  /**
+   * Grouping similar feedback (docs/similar.md): SIMILAR_THRESHOLD and SIMILAR_KEEP; undefined
+   * when SIMILAR=off.
+   */
+  readonly similar: SimilarConfig | undefined;
   /**
    * How long finished deliveries and handler runs are kept for inspection (at most 10 000 of
    * each). Deduplication does not depend on them; failed runs, the dead letter, are kept 30 days.
@@ -460,6 +481,10 @@ function shared(vars: SharedVars, env: Env, defaultServiceName: string): SharedC
     logLevel: vars.LOG_LEVEL,
     logPretty: vars.LOG_PRETTY,
     dedupeTtlSeconds: vars.DEDUPE_TTL_SECONDS,
+    similar:
+      vars.SIMILAR === 'off'
+        ? undefined
+        : { threshold: vars.SIMILAR_THRESHOLD, keep: vars.SIMILAR_KEEP },
     completedJobRetentionSeconds: vars.COMPLETED_JOB_RETENTION_SECONDS,
     ackReplicas: { replicas: vars.ACK_REPLICAS, timeoutMs: vars.ACK_REPLICAS_TIMEOUT_MS },
     tracing: tracing(vars, defaultServiceName),

@@ -137,6 +137,7 @@ export async function startWorker(
     retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
     metrics,
     dryRun: config.triage?.dryRun === true,
+    similar: config.similar,
   });
   metrics.watchQueues(async () => [runtime.deliveries, ...(await runtime.runQueues.all())]);
   running = true;

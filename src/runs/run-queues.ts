@@ -9,6 +9,7 @@
  */
 import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
+import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { JobRetention } from '../queue/deliveries-queue.js';
 import type { RedisConnection } from '../queue/redis.js';
 import { withTelemetry } from '../tracing/tracer.js';
@@ -121,6 +122,8 @@ export interface HandlerRunData {
    * its life (runSuccessKey), so one of an earlier life cannot pass for the new life's.
    */
   readonly life?: number;
+  /** What grouping found for the delivery (ctx.similar); absent when SIMILAR=off. */
+  readonly similar?: SimilarFacts;
 }
 
 /** Most attempt records a run's job keeps: rate-limit waits do not spend attempts, so cap them. */
@@ -206,13 +209,21 @@ export interface AddRunsOptions {
  */
 export async function addRuns(
   queues: Pick<RunQueues, 'of'>,
-  routed: { readonly deliveryJobId: string; readonly delivery: Delivery },
+  routed: {
+    readonly deliveryJobId: string;
+    readonly delivery: Delivery;
+    readonly similar?: SimilarFacts | undefined;
+  },
   runs: readonly NewRun[],
   { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
 ): Promise<void> {
   await Promise.all(
     runs.map(({ handler, attempts, life }) => {
-      const data: HandlerRunData = { delivery: routed.delivery, ...(life ? { life } : {}) };
+      const data: HandlerRunData = {
+        delivery: routed.delivery,
+        ...(life ? { life } : {}),
+        ...(routed.similar ? { similar: routed.similar } : {}),
+      };
       const jobId = runJobId(routed.deliveryJobId, handler);
       const opts: JobsOptions = {
         ...retention,

@@ -5,6 +5,7 @@
  */
 import type { ApiClient, FeedbackApi } from '../api/client.js';
 import type { Logger } from '../logger.js';
+import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { Delivery } from '../webhooks/delivery.js';
 import type { DeliveryInfo, HandlerContext } from './handler.js';
 
@@ -24,6 +25,7 @@ export class RunContext implements HandlerContext {
   readonly record: Delivery['record'];
   readonly delivery: DeliveryInfo;
   readonly attempt: number;
+  readonly similar: SimilarFacts | undefined;
   readonly #bindings: RunBindings;
   readonly #parents: { readonly api: ApiClient; readonly logger: Logger };
   #controller: AbortController | undefined;
@@ -35,12 +37,14 @@ export class RunContext implements HandlerContext {
     delivery: Delivery,
     bindings: RunBindings,
     parents: { readonly api: ApiClient; readonly logger: Logger },
+    similar?: SimilarFacts,
   ) {
     this.#bindings = bindings;
     this.#parents = parents;
     this.record = delivery.record;
     this.delivery = { key: delivery.key, event: delivery.event, receivedAt: delivery.receivedAt };
     this.attempt = bindings.attempt;
+    this.similar = similar;
   }
 
   /** Carries the delivery key, the handler's name and the attempt on every line. */

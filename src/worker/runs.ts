@@ -39,7 +39,9 @@ import {
 } from '../runs/run-queues.js';
 import { activeSpan, inSpan, type TraceSpan } from '../tracing/tracer.js';
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
+import type { SimilarGrouping } from '../grouping/similar-grouping.js';
 import type { HistoryWriter } from '../history/history-writer.js';
+import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { RunContext, type RunBindings } from './run-context.js';
@@ -58,6 +60,8 @@ export interface RunsOptions {
   readonly dedupeTtlSeconds: number;
   readonly retention?: JobRetention | undefined;
   readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration'> | undefined;
+  /** Groups each routed delivery with similar ones; undefined when SIMILAR=off. */
+  readonly similar?: SimilarGrouping | undefined;
 }
 
 export interface Runs {
@@ -99,9 +103,12 @@ export function createRuns(options: RunsOptions): Runs {
     const taking = handlers.filter(
       (handler) => handler.events.includes(delivery.event) && wants(handler, delivery),
     );
+    // Before the runs are added, so that each carries its facts. A grouping that fails (Redis
+    // away) fails the routing job, which BullMQ retries; a routing that runs again is grouped once.
+    const similar = await options.similar?.group(delivery);
     await addRuns(
       runQueues,
-      { deliveryJobId: job.id!, delivery },
+      { deliveryJobId: job.id!, delivery, similar },
       taking.map(({ name, attempts }) => ({ handler: name, attempts })),
       { dedupeTtlSeconds: options.dedupeTtlSeconds, retention: options.retention },
     );
@@ -157,7 +164,7 @@ export function createRuns(options: RunsOptions): Runs {
         },
       },
       async (span) => {
-        const result = await attempt(handler, delivery, bindings, job.id!);
+        const result = await attempt(handler, delivery, bindings, job.id!, job.data.similar);
         const decision = decideRun(result, {
           attempt: bindings.attempt,
           attempts: job.opts.attempts ?? handler.attempts,
@@ -220,6 +227,7 @@ export function createRuns(options: RunsOptions): Runs {
     delivery: Delivery,
     bindings: RunBindings,
     runId: string,
+    similar: SimilarFacts | undefined,
   ): Promise<AttemptResult> => {
     try {
       if (handler.where && !handler.where(delivery.record)) {
@@ -228,7 +236,7 @@ export function createRuns(options: RunsOptions): Runs {
     } catch (error) {
       return { ok: false, error: new UnrecoverableError(`where() threw: ${describe(error)}`) };
     }
-    const context = new RunContext(delivery, bindings, { api, logger });
+    const context = new RunContext(delivery, bindings, { api, logger }, similar);
     inFlight.set(context, runId);
     try {
       return { ok: true, result: await handler.handle(context) };

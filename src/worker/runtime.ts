@@ -30,6 +30,7 @@ import {
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
+import { createSimilarGrouping } from '../grouping/similar-grouping.js';
 import { createHistoryWriter } from '../history/history-writer.js';
 import { announceHandlers } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
@@ -63,6 +64,18 @@ export interface WorkerRuntimeOptions {
    * dry run is not taken for a live one. Default: false.
    */
   readonly dryRun?: boolean;
+  /**
+   * Grouping similar feedback in routing (SIMILAR, docs/similar.md): on when given. Off, routing
+   * writes no grouping key and runs get no `ctx.similar`. Default: off.
+   */
+  readonly similar?: SimilarSettings | undefined;
+}
+
+export interface SimilarSettings {
+  /** SIMILAR_THRESHOLD. */
+  readonly threshold: number;
+  /** SIMILAR_KEEP: most deliveries kept per project. */
+  readonly keep: number;
 }
 
 export interface WorkerRuntime {
@@ -111,7 +124,18 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     ttlSeconds: options.dedupeTtlSeconds,
     logger,
   });
-  const runs = createRuns({ ...options, runQueues, completions, history });
+  const similar = options.similar
+    ? createSimilarGrouping({
+        connection,
+        prefix,
+        threshold: options.similar.threshold,
+        keep: options.similar.keep,
+        ttlSeconds: options.dedupeTtlSeconds,
+        windows: handlers.flatMap((handler) => handler.similarWindows),
+        logger,
+      })
+    : undefined;
+  const runs = createRuns({ ...options, runQueues, completions, history, similar });
 
   const workerOptions = {
     connection,

@@ -1,0 +1,303 @@
+/**
+ * Grouping in routing (docs/similar.md): each routed delivery is compared with the earlier
+ * deliveries of its project, and joins its best match's group or starts one.
+ *
+ * Redis holds the truth, per project: a stream of entries in arrival order (the order XADD
+ * gives), a hash of each delivery's grouping, a sorted set of members per group. Each worker
+ * keeps an index of the stream in memory, caught up from the last entry it read, and grouping a
+ * delivery is three steps:
+ * 1. "enter" (one script): the delivery's entry is added to the stream, once; a delivery that
+ *    had joined a group before (its routing runs again) gets its stored facts back, and stops.
+ * 2. The index is caught up to the entries BEFORE the new one and queried: every worker computes
+ *    the same matches from the same stream. An entry read whose group is stored takes it;
+ *    one whose worker has not joined it yet is grouped here the way that worker will.
+ * 3. "join" (one script): the delivery joins its best match's group as stored (or a new group
+ *    of its own), once, and each window the handlers declared is checked for a crossing.
+ * A failure (Redis away) fails the routing job, which BullMQ retries: nothing is swallowed, and
+ * the retry finds what was written and goes on from there.
+ */
+import { readFileSync } from 'node:fs';
+import type { Logger } from '../logger.js';
+import type { RedisConnection } from '../queue/redis.js';
+import {
+  compactDocument,
+  decodeCompactDocument,
+  encodeCompactDocument,
+  type CompactDocument,
+} from '../similar/compact-document.js';
+import { documentTerms } from '../similar/document-terms.js';
+import { chooseGroup } from '../similar/grouping.js';
+import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
+import { DEFAULT_MATCH_LIMIT, SimilarityIndex } from '../similar/similarity-index.js';
+import type { Delivery } from '../webhooks/delivery.js';
+import { readFacts, type EntryFields } from './read-facts.js';
+import { groupIdOf, projectKeys, projectsKey, type ProjectKeys } from './similar-keys.js';
+import { readStored, type StoredGrouping } from './stored-grouping.js';
+
+const ENTER = readFileSync(new URL('./similar-enter.lua', import.meta.url), 'utf8');
+const JOIN = readFileSync(new URL('./similar-join.lua', import.meta.url), 'utf8');
+
+/** Characters of a title kept in an entry: enough for a list of matches. */
+export const TITLE_CHARACTERS = 120;
+
+/** Entries read per round trip while catching up. */
+const CATCH_UP_BATCH = 500;
+
+/** Oldest entries dropped per "enter" at most: each enter adds one, so the bound is kept. */
+const MOST_DROPPED_PER_ENTER = 100;
+
+/** The in-memory index is built again from the stream once it holds this much more than kept. */
+const INDEX_SLACK = 0.1;
+
+export interface SimilarGroupingOptions {
+  readonly connection: RedisConnection;
+  readonly prefix: string;
+  /** Score from which a delivery joins its best match's group (SIMILAR_THRESHOLD). */
+  readonly threshold: number;
+  /** Most deliveries kept per project (SIMILAR_KEEP). */
+  readonly keep: number;
+  /** How long a delivery is kept (DEDUPE_TTL_SECONDS). */
+  readonly ttlSeconds: number;
+  /** The windows the worker's handlers declared; deduplicated here. */
+  readonly windows: readonly SimilarWindow[];
+  readonly logger: Logger;
+  /** The clock, for tests. */
+  readonly now?: () => number;
+}
+
+export interface SimilarGrouping {
+  /** Groups the delivery (once, however often it is called) and says what came of it. */
+  group(delivery: Delivery): Promise<SimilarFacts>;
+}
+
+type Scripted = RedisConnection & {
+  similarEnter(...args: (string | number | Buffer)[]): Promise<[string, ...unknown[]]>;
+  similarJoin(...args: (string | number)[]): Promise<string>;
+};
+
+/** One project's index in memory, in stream order. */
+interface ProjectIndex {
+  readonly index: SimilarityIndex;
+  readonly entries: (EntryFields & { readonly id: string; readonly at: number })[];
+  readonly groups: string[];
+  readonly firsts: Map<string, readonly [string, string]>;
+  readonly ordinalOf: Map<string, number>;
+  /** The last entry id read; '' for none. */
+  lastId: string;
+  /** The tail of the work on this index: catch-ups and queries take turns. */
+  turn: Promise<unknown>;
+}
+
+export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarGrouping {
+  const { prefix, threshold, keep, logger } = options;
+  const now = options.now ?? Date.now;
+  const ttlMs = options.ttlSeconds * 1000;
+  const connection = options.connection as Scripted;
+  connection.defineCommand('similarEnter', { numberOfKeys: 4, lua: ENTER });
+  connection.defineCommand('similarJoin', { numberOfKeys: 2, lua: JOIN });
+  const windows = distinctWindows(options.windows);
+  const windowsJson = JSON.stringify(windows.map((w) => [w.atLeast, w.withinMs]));
+  const projects = new Map<string, ProjectIndex>();
+
+  const indexOf = (project: string): ProjectIndex => {
+    let state = projects.get(project);
+    if (!state) {
+      state = newIndex();
+      projects.set(project, state);
+    }
+    return state;
+  };
+
+  /** Work on a project's index, one piece at a time. */
+  const inTurn = <T>(state: ProjectIndex, work: () => Promise<T>): Promise<T> => {
+    const result = state.turn.then(work);
+    state.turn = result.catch(() => {});
+    return result;
+  };
+
+  const catchUp = async (keys: ProjectKeys, project: string, before: string) => {
+    let state = indexOf(project);
+    const oldest = state.entries[0];
+    if (
+      state.index.size > keep * (1 + INDEX_SLACK) ||
+      (oldest !== undefined && oldest.at < now() - ttlMs * (1 + INDEX_SLACK))
+    ) {
+      // Built again from what the stream keeps: the index is bounded as the stream is.
+      const fresh = newIndex();
+      fresh.turn = state.turn;
+      projects.set(project, fresh);
+      state = fresh;
+    }
+    for (;;) {
+      const start = state.lastId === '' ? '-' : `(${state.lastId}`;
+      const read = (await connection.xrangeBuffer(
+        keys.docs,
+        start,
+        `(${before}`,
+        'COUNT',
+        CATCH_UP_BATCH,
+      )) as [Buffer, Buffer[]][];
+      if (read.length === 0) return state;
+      const entries = read.map(([id, fields]) => readEntry(id.toString(), fields));
+      const stored = await connection.hmget(keys.of, ...entries.map((entry) => entry.key));
+      entries.forEach((entry, i) => {
+        const grouping = readStored(stored[i]);
+        let group = grouping?.g;
+        if (group === undefined) {
+          const best = state.index.query(entry.document, 1);
+          group =
+            chooseGroup(best, (match) => state.groups[match.ordinal]!, threshold) ??
+            groupIdOf(project, entry.key);
+        }
+        if (!state.firsts.has(group)) {
+          state.firsts.set(group, grouping?.f ?? [entry.key, entry.recordId]);
+        }
+        state.ordinalOf.set(entry.id, state.entries.length);
+        state.entries.push({
+          id: entry.id,
+          key: entry.key,
+          recordId: entry.recordId,
+          title: entry.title,
+          at: entry.at,
+        });
+        state.groups.push(group);
+        state.index.add(entry.id, entry.document);
+      });
+      state.lastId = entries[entries.length - 1]!.id;
+      if (read.length < CATCH_UP_BATCH) return state;
+    }
+  };
+
+  const group = async (delivery: Delivery): Promise<SimilarFacts> => {
+    const record = delivery.record;
+    const project = typeof record.project_id === 'string' ? record.project_id : '';
+    const keys = projectKeys(prefix, project);
+    const state = indexOf(project);
+    const document = compactDocument(documentTerms(record), (hash) => state.index.rarity(hash));
+    const at = Date.parse(delivery.receivedAt);
+    const t = Number.isFinite(at) ? at : now();
+    const title = cut(typeof record.title === 'string' ? record.title : '', TITLE_CHARACTERS);
+    const entered = await connection.similarEnter(
+      keys.docs,
+      keys.of,
+      keys.groups,
+      projectsKey(prefix),
+      keys.base,
+      delivery.key,
+      record.id,
+      title,
+      Buffer.from(encodeCompactDocument(document)),
+      `${now() - ttlMs}-0`,
+      keep,
+      ttlMs,
+      project,
+      MOST_DROPPED_PER_ENTER,
+    );
+    if (entered[0] === 'joined') {
+      return readFacts(connection, keys, readStored(entered[1] as string)!);
+    }
+    const entryId = entered[1] as string;
+    const droppedByCount = Number(entered[2]);
+    if (droppedByCount > 0) {
+      logger.warn(
+        { project, dropped: droppedByCount, keep },
+        'similar: dropped the oldest deliveries of the project, past SIMILAR_KEEP',
+      );
+    }
+
+    const { matches, best, bestGroup, bestFirst } = await inTurn(state, async () => {
+      const current = await catchUp(keys, project, entryId);
+      // Another routing of this worker may have read past this entry already: only the entries
+      // before it count, so the answer is the one every worker computes.
+      const own = current.ordinalOf.get(entryId) ?? current.index.size;
+      const later = current.index.size - own;
+      const found = current.index
+        .query(document, DEFAULT_MATCH_LIMIT + later)
+        .filter((match) => match.ordinal < own)
+        .slice(0, DEFAULT_MATCH_LIMIT);
+      const chosen = chooseGroup(found, (match) => match, threshold);
+      const bestGroup = chosen ? current.groups[chosen.ordinal]! : '';
+      return {
+        matches: found.map((match) => ({ ...current.entries[match.ordinal]!, score: match.score })),
+        best: chosen ? current.entries[chosen.ordinal]! : undefined,
+        bestGroup,
+        bestFirst: chosen ? (current.firsts.get(bestGroup) ?? ['', '']) : ['', ''],
+      };
+    });
+
+    const stored = readStored(
+      await connection.similarJoin(
+        keys.of,
+        keys.groups,
+        keys.base,
+        delivery.key,
+        entryId,
+        t,
+        ttlMs,
+        groupIdOf(project, delivery.key),
+        record.id,
+        best?.key ?? '',
+        bestGroup,
+        JSON.stringify(bestFirst),
+        JSON.stringify(matches.map((match) => [match.id, Math.round(match.score * 1000)])),
+        windowsJson,
+      ),
+    ) as StoredGrouping;
+    if (stored.e !== entryId) return readFacts(connection, keys, stored);
+    return {
+      group: { id: stored.g, size: stored.s, first: { key: stored.f[0], recordId: stored.f[1] } },
+      matches: matches.map(({ key, recordId, title, score }) => ({ key, recordId, title, score })),
+      crossed: stored.c.map(([atLeast, withinMs]) => ({ atLeast, withinMs })),
+    };
+  };
+
+  return { group };
+}
+
+function newIndex(): ProjectIndex {
+  return {
+    index: new SimilarityIndex(),
+    entries: [],
+    groups: [],
+    firsts: new Map(),
+    ordinalOf: new Map(),
+    lastId: '',
+    turn: Promise.resolve(),
+  };
+}
+
+function readEntry(
+  id: string,
+  fields: Buffer[],
+): EntryFields & { id: string; at: number; document: CompactDocument } {
+  const values = new Map<string, Buffer>();
+  for (let i = 0; i + 1 < fields.length; i += 2) values.set(fields[i]!.toString(), fields[i + 1]!);
+  let document: CompactDocument;
+  try {
+    document = decodeCompactDocument(values.get('d') ?? new Uint8Array());
+  } catch {
+    // An entry of another version: it takes its place, and matches nothing.
+    document = { hashes: new Uint32Array(), counts: new Uint8Array() };
+  }
+  return {
+    id,
+    at: Number(id.split('-')[0]),
+    key: values.get('k')?.toString() ?? '',
+    recordId: values.get('r')?.toString() ?? '',
+    title: values.get('t')?.toString() ?? '',
+    document,
+  };
+}
+
+function distinctWindows(windows: readonly SimilarWindow[]): SimilarWindow[] {
+  const seen = new Map<string, SimilarWindow>();
+  for (const window of windows) seen.set(`${window.atLeast}:${window.withinMs}`, window);
+  return [...seen.values()];
+}
+
+/** The first `characters` characters, never half of one. */
+function cut(text: string, characters: number): string {
+  return Array.from(text.slice(0, characters * 2))
+    .slice(0, characters)
+    .join('');
+}
