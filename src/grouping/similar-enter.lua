@@ -4,7 +4,7 @@
   ARGV: 1 key base, 2 delivery key, 3 record id, 4 title, 5 compact document, 6 oldest entry id
   kept (MINID), 7 most entries kept, 8 ttl ms, 9 project, 10 most entries dropped per call.
   Returns { 'joined', stored } for a delivery already grouped (a routing that runs again),
-  { 'entered', entry id, dropped by count, dropped by age } otherwise; a delivery that entered
+  { 'entered', entry id, dropped by count, dropped by age, the oldest entry id kept } otherwise; a delivery that entered
   before without joining (a crash in between) keeps its entry.
   Before adding, the oldest entries past the age or the count are dropped, each with its place
   in the hash and its group, so that nothing outlives its entry.
@@ -68,4 +68,5 @@ end
 redis.call('PEXPIRE', docs, ttl)
 redis.call('PEXPIRE', of, ttl)
 redis.call('SADD', projects, ARGV[9])
-return { 'entered', id, byCount, byAge }
+local oldest = redis.call('XRANGE', docs, '-', '+', 'COUNT', 1)[1][1]
+return { 'entered', id, byCount, byAge, oldest }

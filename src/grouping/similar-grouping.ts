@@ -197,6 +197,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       return readFacts(connection, keys, readStored(entered[1] as string)!);
     }
     const entryId = entered[1] as string;
+    const oldestKept = entered[4] as string;
     const droppedByCount = Number(entered[2]);
     if (droppedByCount > 0) {
       logger.warn(
@@ -209,11 +210,13 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       const current = await catchUp(keys, project, entryId);
       // Another routing of this worker may have read past this entry already: only the entries
       // before it count, so the answer is the one every worker computes.
+      // And only those the stream still keeps: the index lets go of the others a little later.
       const own = current.ordinalOf.get(entryId) ?? current.index.size;
       const later = current.index.size - own;
+      const kept = firstKept(current.entries, oldestKept);
       const found = current.index
-        .query(document, DEFAULT_MATCH_LIMIT + later)
-        .filter((match) => match.ordinal < own)
+        .query(document, DEFAULT_MATCH_LIMIT + later + kept)
+        .filter((match) => match.ordinal < own && match.ordinal >= kept)
         .slice(0, DEFAULT_MATCH_LIMIT);
       const chosen = chooseGroup(found, (match) => match, threshold);
       const bestGroup = chosen ? current.groups[chosen.ordinal]! : '';
@@ -287,6 +290,24 @@ function readEntry(
     title: values.get('t')?.toString() ?? '',
     document,
   };
+}
+
+/** The ordinal of the first entry at or after `oldest` (stream ids ascend with ordinals). */
+function firstKept(entries: readonly { readonly id: string }[], oldest: string): number {
+  let low = 0;
+  let high = entries.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (streamIdBefore(entries[middle]!.id, oldest)) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+function streamIdBefore(a: string, b: string): boolean {
+  const [am = 0, as = 0] = a.split('-').map(Number);
+  const [bm = 0, bs = 0] = b.split('-').map(Number);
+  return am < bm || (am === bm && as < bs);
 }
 
 function distinctWindows(windows: readonly SimilarWindow[]): SimilarWindow[] {

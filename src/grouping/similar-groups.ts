@@ -3,13 +3,32 @@
  * with its deliveries, one delivery's group and matches, and the operator's one write, taking a
  * delivery out of its group. Every read is bounded: a page of groups, a page of deliveries.
  */
+import { readFileSync } from 'node:fs';
+import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
+import { readEntries, readFacts } from './read-facts.js';
+import {
+  groupIdOf,
+  groupMembersKey,
+  projectKeys,
+  projectsKey,
+  readGroupId,
+} from './similar-keys.js';
+import { readStored } from './stored-grouping.js';
+
+const DETACH = readFileSync(new URL('./similar-detach.lua', import.meta.url), 'utf8');
 
 /** Width of one bar of a group's `arrivals` chart: the window is cut into this many buckets. */
 export const ARRIVAL_BUCKETS = 24;
 
 /** Most groups `list` returns. */
 export const MOST_LISTED_GROUPS = 200;
+
+/** Projects looked through for a delivery whose project is not given. */
+export const MOST_PROJECTS_SEARCHED = 1_000;
+
+/** Members of a group read to count its arrivals over a window; beyond it, the newest are. */
+export const MOST_ARRIVALS_COUNTED = 1_000;
 
 /** Most deliveries `get` returns of a group, newest first. */
 export const MOST_GROUP_DELIVERIES = 200;
@@ -60,11 +79,241 @@ export interface SimilarGroups {
   list(query: ListGroupsQuery): Promise<SimilarGroupSummary[]>;
   /** One group and its newest deliveries; undefined when there is no such group. */
   get(id: string): Promise<SimilarGroupDetail | undefined>;
-  /** What grouping told the delivery's handlers; undefined when it was not grouped (or is gone). */
-  ofDelivery(key: string): Promise<SimilarFacts | undefined>;
+  /**
+   * What grouping told the delivery's handlers (the group's size as it is now); undefined when
+   * it was not grouped (or is gone). `project` (the record's project_id) saves looking through
+   * the projects (at most MOST_PROJECTS_SEARCHED).
+   */
+  ofDelivery(key: string, project?: string): Promise<SimilarFacts | undefined>;
   /**
    * Takes the delivery out of its group: it becomes a group of its own, and stays one when its
    * routing runs again. 'alone' when it already was; 'not-found' when grouping does not know it.
    */
-  detach(key: string): Promise<DetachOutcome>;
+  detach(key: string, project?: string): Promise<DetachOutcome>;
+}
+
+export interface SimilarGroupsOptions {
+  /** The console's connection. */
+  readonly connection: RedisConnection;
+  readonly prefix: string;
+  /** DEDUPE_TTL_SECONDS: how long a detached group is kept. */
+  readonly ttlSeconds: number;
+  /** The clock, for tests. */
+  readonly now?: () => number;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+type Scripted = RedisConnection & {
+  similarDetach(...args: string[]): Promise<DetachOutcome>;
+};
+
+export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroups {
+  const { prefix } = options;
+  const now = options.now ?? Date.now;
+  const connection = options.connection as Scripted;
+  connection.defineCommand('similarDetach', { numberOfKeys: 3, lua: DETACH });
+
+  /** The projects to look through for a delivery, and its stored grouping in the first. */
+  const find = async (key: string, project: string | undefined) => {
+    const projects =
+      project !== undefined
+        ? [project]
+        : (await connection.smembers(projectsKey(prefix))).slice(0, MOST_PROJECTS_SEARCHED);
+    if (projects.length === 0) return undefined;
+    const pipeline = connection.pipeline();
+    for (const name of projects) pipeline.hget(projectKeys(prefix, name).of, key);
+    const answers = (await pipeline.exec()) ?? [];
+    for (const [i, [error, value]] of answers.entries()) {
+      if (error) throw error;
+      if (typeof value === 'string') return { project: projects[i]!, value };
+    }
+    return undefined;
+  };
+
+  const summaries = async (
+    project: string,
+    found: readonly { id: string; lastAt: number }[],
+    sinceMs: number,
+    untilMs: number,
+  ): Promise<(SimilarGroupSummary & { inWindow: number })[]> => {
+    if (found.length === 0) return [];
+    const keys = projectKeys(prefix, project);
+    const pipeline = connection.pipeline();
+    for (const { id } of found) {
+      const members = groupMembersKey(keys, id);
+      pipeline.zcard(members);
+      pipeline.zcount(members, `(${sinceMs}`, '+inf');
+      pipeline.zrevrangebyscore(
+        members,
+        '+inf',
+        `(${sinceMs}`,
+        'WITHSCORES',
+        'LIMIT',
+        0,
+        MOST_ARRIVALS_COUNTED,
+      );
+      pipeline.zrangebyscore(members, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1);
+      pipeline.hget(keys.of, readGroupId(id)?.firstKey ?? '');
+    }
+    const answers = results(await pipeline.exec());
+    const firsts = found.map((_, i) => {
+      const stored = readStored(answers[i * 5 + 4] as string | null);
+      const oldest = answers[i * 5 + 3] as string[];
+      return stored
+        ? { key: readGroupId(found[i]!.id)!.firstKey, entry: stored.e, at: stored.t }
+        : { key: oldest[0] ?? '', entry: undefined, at: Number(oldest[1] ?? 0) };
+    });
+    const ofOldest = await connection.hmget(keys.of, ...firsts.map((first) => first.key));
+    const entries = await readEntries(
+      connection,
+      keys,
+      firsts.map((first, i) => first.entry ?? readStored(ofOldest[i])?.e ?? '0-0'),
+    );
+    const bucketMs = Math.max(1, (untilMs - sinceMs) / ARRIVAL_BUCKETS);
+    return found.map(({ id, lastAt }, i) => {
+      const arrivals = new Array<number>(ARRIVAL_BUCKETS).fill(0);
+      const scored = answers[i * 5 + 2] as string[];
+      for (let s = 1; s < scored.length; s += 2) {
+        const bucket = Math.floor((Number(scored[s]) - sinceMs) / bucketMs);
+        const at = Math.min(ARRIVAL_BUCKETS - 1, Math.max(0, bucket));
+        arrivals[at] = (arrivals[at] ?? 0) + 1;
+      }
+      const first = firsts[i]!;
+      return {
+        id,
+        project,
+        size: Number(answers[i * 5]),
+        first: {
+          key: first.key,
+          recordId: entries[i]?.recordId ?? '',
+          title: entries[i]?.title ?? '',
+          at: first.at,
+        },
+        lastAt,
+        arrivals,
+        inWindow: Number(answers[i * 5 + 1]),
+      };
+    });
+  };
+
+  return {
+    async list({ sinceMs, project, limit = MOST_LISTED_GROUPS }) {
+      const most = Math.max(0, Math.min(limit, MOST_LISTED_GROUPS));
+      const projects =
+        project !== undefined
+          ? [project]
+          : (await connection.smembers(projectsKey(prefix)))
+              .sort()
+              .slice(0, MOST_PROJECTS_SEARCHED);
+      if (projects.length === 0 || most === 0) return [];
+      const pipeline = connection.pipeline();
+      for (const name of projects) {
+        pipeline.zrevrangebyscore(
+          projectKeys(prefix, name).groups,
+          '+inf',
+          `(${sinceMs}`,
+          'WITHSCORES',
+          'LIMIT',
+          0,
+          most,
+        );
+      }
+      const answers = results(await pipeline.exec());
+      const untilMs = now();
+      const all = (
+        await Promise.all(
+          projects.map((name, p) => {
+            const scored = answers[p] as string[];
+            const found: { id: string; lastAt: number }[] = [];
+            for (let i = 0; i + 1 < scored.length; i += 2) {
+              found.push({ id: scored[i]!, lastAt: Number(scored[i + 1]) });
+            }
+            return summaries(name, found, sinceMs, untilMs);
+          }),
+        )
+      ).flat();
+      all.sort(
+        (a, b) =>
+          b.inWindow - a.inWindow ||
+          b.size - a.size ||
+          b.lastAt - a.lastAt ||
+          (a.id < b.id ? -1 : 1),
+      );
+      return all.slice(0, most).map(({ inWindow: _, ...summary }) => summary);
+    },
+
+    async get(id) {
+      const parsed = readGroupId(id);
+      if (!parsed) return undefined;
+      const keys = projectKeys(prefix, parsed.project);
+      const lastAt = await connection.zscore(keys.groups, id);
+      if (lastAt === null) return undefined;
+      const untilMs = now();
+      const [summary] = await summaries(
+        parsed.project,
+        [{ id, lastAt: Number(lastAt) }],
+        untilMs - DAY_MS,
+        untilMs,
+      );
+      const scored = await connection.zrevrange(
+        groupMembersKey(keys, id),
+        0,
+        MOST_GROUP_DELIVERIES - 1,
+        'WITHSCORES',
+      );
+      const members: { key: string; at: number }[] = [];
+      for (let i = 0; i + 1 < scored.length; i += 2) {
+        members.push({ key: scored[i]!, at: Number(scored[i + 1]) });
+      }
+      const stored =
+        members.length === 0 ? [] : await connection.hmget(keys.of, ...members.map((m) => m.key));
+      const entries = await readEntries(
+        connection,
+        keys,
+        stored.map((value) => readStored(value)?.e ?? '0-0'),
+      );
+      const { inWindow: _, ...rest } = summary!;
+      return {
+        ...rest,
+        deliveries: members.map(({ key, at }, i) => ({
+          key,
+          at,
+          recordId: entries[i]?.recordId ?? '',
+          title: entries[i]?.title ?? '',
+        })),
+      };
+    },
+
+    async ofDelivery(key, project) {
+      const found = await find(key, project);
+      const stored = readStored(found?.value);
+      if (!found || !stored) return undefined;
+      const keys = projectKeys(prefix, found.project);
+      const size = await connection.zcard(groupMembersKey(keys, stored.g));
+      return readFacts(connection, keys, stored, size);
+    },
+
+    async detach(key, project) {
+      const found = await find(key, project);
+      if (!found) return 'not-found';
+      const keys = projectKeys(prefix, found.project);
+      return connection.similarDetach(
+        keys.of,
+        keys.groups,
+        keys.docs,
+        keys.base,
+        key,
+        groupIdOf(found.project, key),
+        String(options.ttlSeconds * 1000),
+      );
+    },
+  };
+}
+
+function results(answers: [Error | null, unknown][] | null): unknown[] {
+  return (answers ?? []).map(([error, value]) => {
+    if (error) throw error;
+    return value;
+  });
 }

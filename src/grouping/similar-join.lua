@@ -5,7 +5,7 @@
   ARGV: 1 key base, 2 delivery key, 3 entry id, 4 arrival ms, 5 ttl ms, 6 the delivery's own
   group id, 7 its record id, 8 the best match's key ('' for none above the threshold), 9 the
   best match's group and 10 its first (JSON [key, record id]) as the worker computed them, used
-  when the match has not joined yet, 11 matches (JSON), 12 windows (JSON [[atLeast, withinMs]]).
+  when the match has not joined yet, 11 matches (JSON), 12 windows (JSON: a list of [atLeast, withinMs]).
   Returns the stored value: the one already there when the delivery had joined before (a
   routing that runs again, or one an operator detached), so a delivery is in one group only and
   counted once.

@@ -24,7 +24,11 @@ import type { RunQueues } from '../../src/runs/run-queues.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import type { Handler } from '../../src/worker/handler.js';
-import { startWorkerRuntime, type WorkerRuntime } from '../../src/worker/runtime.js';
+import {
+  startWorkerRuntime,
+  type SimilarSettings,
+  type WorkerRuntime,
+} from '../../src/worker/runtime.js';
 import { countCompletedRuns, countRuns } from './completed-runs.js';
 
 export interface TestWorkerEnv {
@@ -42,6 +46,8 @@ export interface TestWorkerEnv {
     redisUrl?: string;
     /** ACK_REPLICAS of the worker. The test Redis has no replica: every success stays held. */
     ackReplicas?: ReplicaAcks;
+    /** Grouping similar feedback (SIMILAR=on with these settings); off when not given. */
+    similar?: SimilarSettings;
   }): Promise<WorkerRuntime>;
   /** Resolves once `count` handler runs have completed (and fails at the deadline). */
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
@@ -139,6 +145,7 @@ export async function createTestWorkerEnv({
       lockDurationMs,
       redisUrl: url = redisUrl,
       ackReplicas,
+      similar,
     }) {
       const connection = createWorkerConnection(url, logger);
       connections.push(connection);
@@ -152,6 +159,7 @@ export async function createTestWorkerEnv({
         dedupeTtlSeconds,
         ...(lockDurationMs ? { lockDurationMs } : {}),
         ...(ackReplicas ? { ackReplicas } : {}),
+        ...(similar ? { similar } : {}),
       });
       runtimes.push(runtime);
       runQueues ??= runtime.runQueues;

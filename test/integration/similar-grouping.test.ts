@@ -1,0 +1,225 @@
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
+import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
+import { groupIdOf, groupMembersKey, projectKeys } from '../../src/grouping/similar-keys.js';
+import { createLogger } from '../../src/logger.js';
+import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
+import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
+import type { SimilarFacts, SimilarWindow } from '../../src/similar/similar-facts.js';
+import type { Delivery } from '../../src/webhooks/delivery.js';
+import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
+import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
+import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+
+let env: TestWorkerEnv;
+/** Connections of the test's own (as a worker's), closed after it. */
+const connections: RedisConnection[] = [];
+function workerConnection(): RedisConnection {
+  const connection = createWorkerConnection(inject('redisUrl'), createLogger({ level: 'silent' }));
+  connections.push(connection);
+  return connection;
+}
+beforeEach(async () => {
+  env = await createTestWorkerEnv();
+});
+afterEach(async () => {
+  for (const connection of connections.splice(0)) connection.disconnect();
+  await env.close();
+});
+
+const PROJECT = 'prj_shop';
+const similarOn = { threshold: DEFAULT_SIMILAR_THRESHOLD, keep: 100_000 };
+const HOUR_MS = 60 * 60 * 1000;
+
+/** The same checkout problem, reported again and again in nearly the same words. */
+function checkoutReport(n: number): FeedbackRecord {
+  return {
+    id: `fb_pay_${n}`,
+    project_id: PROJECT,
+    title: 'Pay button stays grey at checkout',
+    description: `When I click pay on the checkout page nothing happens and the button stays grey (${n}).`,
+    url: 'https://shop.example/checkout',
+  };
+}
+
+/** A handler that keeps what each run was told of its group. */
+function watching(
+  seen: Map<string, SimilarFacts | undefined>,
+  windows: readonly SimilarWindow[] = [],
+) {
+  return defineHandler({
+    name: 'watch',
+    similarWindows: windows,
+    handle: async (ctx: HandlerContext) => {
+      seen.set(ctx.record.id, ctx.similar);
+    },
+  });
+}
+
+function keysOf() {
+  return projectKeys(env.prefix, PROJECT);
+}
+
+describe('grouping similar feedback in routing', () => {
+  it('puts similar reports routed at once by two workers in one group, each counted once', async () => {
+    const seen = new Map<string, SimilarFacts | undefined>();
+    await env.startWorker({ handlers: [watching(seen)], similar: similarOn });
+    await env.startWorker({ handlers: [watching(seen)], similar: similarOn });
+    await Promise.all(Array.from({ length: 12 }, (_, n) => env.deliver(checkoutReport(n))));
+    await env.completedRuns(12);
+
+    const facts = [...seen.values()];
+    const groups = new Set(facts.map((fact) => fact?.group.id));
+    expect(groups.size).toBe(1);
+    const [group] = groups;
+    expect(facts.map((fact) => fact!.group.size).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 12 }, (_, n) => n + 1),
+    );
+    expect(await env.connection.zcard(groupMembersKey(keysOf(), group!))).toBe(12);
+    const first = facts.find((fact) => fact!.group.size === 1)!;
+    expect(first.matches).toEqual([]);
+    const last = facts.find((fact) => fact!.group.size === 12)!;
+    expect(last.matches.length).toBe(10);
+    expect(last.group.first).toEqual(first.group.first);
+  });
+
+  it('counts a delivery once and keeps its group when its routing runs again', async () => {
+    const logger = createLogger({ level: 'silent' });
+    const grouping = () =>
+      createSimilarGrouping({
+        connection: workerConnection(),
+        prefix: env.prefix,
+        threshold: DEFAULT_SIMILAR_THRESHOLD,
+        keep: 100_000,
+        ttlSeconds: 3600,
+        windows: [],
+        logger,
+      });
+    const [one, two] = [grouping(), grouping()];
+    const delivery = (n: number): Delivery => ({
+      key: `feedback.created:fb_pay_${n}`,
+      event: 'feedback.created',
+      receivedAt: new Date().toISOString(),
+      record: checkoutReport(n),
+    });
+    await one.group(delivery(0));
+    // The same routing on two workers at once (a stalled job taken over), then once more.
+    const [a, b] = await Promise.all([one.group(delivery(1)), two.group(delivery(1))]);
+    const again = await one.group(delivery(1));
+    expect(a.group).toEqual(b.group);
+    expect(again.group).toEqual(a.group);
+    expect(again.matches).toEqual(a.matches);
+    expect(a.group.size).toBe(2);
+    expect(await env.connection.zcard(groupMembersKey(keysOf(), a.group.id))).toBe(2);
+    expect(await env.connection.xlen(keysOf().docs)).toBe(2);
+  });
+
+  it('tells exactly one delivery that its group crossed a window, with two workers', async () => {
+    const seen = new Map<string, SimilarFacts | undefined>();
+    const windows = [{ atLeast: 5, withinMs: HOUR_MS }] as const;
+    await env.startWorker({ handlers: [watching(seen, windows)], similar: similarOn });
+    await env.startWorker({ handlers: [watching(seen, windows)], similar: similarOn });
+    await Promise.all(Array.from({ length: 20 }, (_, n) => env.deliver(checkoutReport(n))));
+    await env.completedRuns(20);
+
+    const crossing = [...seen.values()].filter((fact) => fact!.crossed.length > 0);
+    expect(crossing.map((fact) => fact!.crossed)).toEqual([[{ atLeast: 5, withinMs: HOUR_MS }]]);
+    expect(new Set([...seen.values()].map((fact) => fact!.group.id)).size).toBe(1);
+  });
+
+  it('takes a detached delivery out of its group for good, even when its routing runs again', async () => {
+    const seen = new Map<string, SimilarFacts | undefined>();
+    await env.startWorker({ handlers: [watching(seen)], similar: similarOn, concurrency: 1 });
+    const deliveries: Delivery[] = [];
+    for (let n = 0; n < 3; n += 1) deliveries.push(await env.deliver(checkoutReport(n)));
+    await env.completedRuns(3);
+    const groups = createSimilarGroups({
+      connection: env.connection,
+      prefix: env.prefix,
+      ttlSeconds: 3600,
+    });
+    const third = deliveries[2]!;
+    const before = (await groups.ofDelivery(third.key))!;
+    expect(before.group.size).toBe(3);
+
+    expect(await groups.detach(third.key)).toBe('detached');
+    const alone = (await groups.ofDelivery(third.key, PROJECT))!;
+    expect(alone.group).toEqual({
+      id: groupIdOf(PROJECT, third.key),
+      size: 1,
+      first: { key: third.key, recordId: 'fb_pay_2' },
+    });
+    expect((await groups.get(before.group.id))!.size).toBe(2);
+    expect((await groups.get(before.group.id))!.first.key).toBe(deliveries[0]!.key);
+
+    const rerun = await createSimilarGrouping({
+      connection: env.connection,
+      prefix: env.prefix,
+      threshold: DEFAULT_SIMILAR_THRESHOLD,
+      keep: 100_000,
+      ttlSeconds: 3600,
+      windows: [],
+      logger: createLogger({ level: 'silent' }),
+    }).group(third);
+    expect(rerun.group.id).toBe(alone.group.id);
+    expect(await groups.detach(third.key)).toBe('alone');
+    expect(await groups.detach('feedback.created:nobody')).toBe('not-found');
+
+    // The group's first, detached: its old group keeps the others and its id.
+    expect(await groups.detach(deliveries[0]!.key)).toBe('detached');
+    expect((await groups.get(before.group.id))!.size).toBe(1);
+    expect((await groups.ofDelivery(deliveries[0]!.key))!.group.id).toBe(`${before.group.id}.d`);
+  });
+
+  it('writes no grouping key and gives no ctx.similar with SIMILAR=off', async () => {
+    const seen = new Map<string, SimilarFacts | undefined>();
+    await env.startWorker({ handlers: [watching(seen)] });
+    await env.deliver(checkoutReport(0));
+    await env.deliver(checkoutReport(1));
+    await env.completedRuns(2);
+    expect([...seen.keys()].sort()).toEqual(['fb_pay_0', 'fb_pay_1']);
+    expect([...seen.values()]).toEqual([undefined, undefined]);
+    expect(await env.connection.keys(`${env.prefix}:similar*`)).toEqual([]);
+  });
+
+  it('drops the oldest deliveries past SIMILAR_KEEP, and says so', async () => {
+    const seen = new Map<string, SimilarFacts | undefined>();
+    await env.startWorker({
+      handlers: [watching(seen)],
+      similar: { ...similarOn, keep: 3 },
+      concurrency: 1,
+    });
+    for (let n = 0; n < 5; n += 1) {
+      await env.deliver({
+        ...checkoutReport(n),
+        title: `Problem number ${n} of many kinds`,
+        description: `word${n}`,
+      });
+    }
+    await env.completedRuns(5);
+    expect(await env.connection.xlen(keysOf().docs)).toBe(3);
+    expect(await env.connection.hlen(keysOf().of)).toBe(3);
+    const dropped = env.logs.filter((line) => String(line.msg).includes('past SIMILAR_KEEP'));
+    expect(dropped.length).toBeGreaterThan(0);
+    expect(dropped[0]).toMatchObject({ project: PROJECT, dropped: 1, keep: 3 });
+  });
+
+  it('groups hostile text: a 1 MB description, emoji, right-to-left and CJK text', async () => {
+    const seen = new Map<string, SimilarFacts | undefined>();
+    await env.startWorker({ handlers: [watching(seen)], similar: similarOn, concurrency: 1 });
+    const huge = 'crash '.repeat(180_000);
+    await env.deliver({ id: 'fb_huge_1', project_id: PROJECT, title: '', description: huge });
+    await env.deliver({ id: 'fb_huge_2', project_id: PROJECT, title: '', description: huge });
+    await env.deliver({
+      id: 'fb_mixed',
+      project_id: PROJECT,
+      title: '支付按钮 🙈 \u0000 الدفع لا يعمل',
+    });
+    await env.completedRuns(3);
+    expect(seen.get('fb_huge_2')!.group.id).toBe(seen.get('fb_huge_1')!.group.id);
+    expect(seen.get('fb_huge_2')!.group.size).toBe(2);
+    expect(seen.get('fb_mixed')!.group.size).toBe(1);
+    const memory = await env.connection.memory('USAGE', keysOf().docs);
+    expect(memory).toBeLessThan(64 * 1024);
+  });
+});
