@@ -173,7 +173,10 @@ function termWeight(quantisedCount: number): number {
 /** Keeps the best `limit` (highest score, then earliest), without sorting all candidates. */
 class TopMatches {
   private readonly items: { ordinal: number; score: number }[] = [];
-  constructor(private readonly limit: number) {}
+  private readonly limit: number;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
 
   offer(ordinal: number, score: number): void {
     if (score <= 0) return;

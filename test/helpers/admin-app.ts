@@ -10,12 +10,15 @@ import { createHistorySearch } from '../../src/history/history-search.js';
 import { createDeliveryLog } from '../../src/runs/delivery-log.js';
 import { createRunAgain } from '../../src/runs/restart.js';
 import { createRunReader } from '../../src/runs/run-reader.js';
+import type { ConsoleSources } from '../../src/http/console/console-sources.js';
 import type { TestWorkerEnv } from './test-worker.js';
 
 export function createTestAdminApp(
   env: TestWorkerEnv,
   runQueues: RunQueues,
   token: string,
+  /** Sources the test adds: the groups of similar feedback, say. */
+  more: Partial<Pick<ConsoleSources, 'similarGroups'>> = {},
 ): Express {
   const queues = async () => [env.deliveries, ...(await runQueues.all())];
   const runs = createRunReader(env.deliveries, runQueues);
@@ -50,6 +53,7 @@ export function createTestAdminApp(
           (await readRoster(env.connection, env.prefix)).map((entry) => entry.name),
         queues,
         readStats: () => readDeliveryStats(env.connection, env.prefix),
+        ...more,
       },
     }),
   );

@@ -107,8 +107,12 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     const { key } = req.params;
     const delivery = await deliveryLog.get(key);
     if (!delivery) return page(res, 404, notFoundPage('delivery', key));
+    const project = delivery.record.project_id ?? undefined;
     const similar = similarGroups
-      ? similarSection(key, { grouping: 'on', facts: await similarGroups.ofDelivery(key) })
+      ? similarSection(key, {
+          grouping: 'on',
+          facts: await similarGroups.ofDelivery(key, project),
+        })
       : similarSection(key, { grouping: 'off' });
     page(
       res,
@@ -120,7 +124,9 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   router.post('/deliveries/:key/detach', async (req, res) => {
     const { key } = req.params;
     if (!similarGroups) return page(res, 404, groupingOffPage());
-    const outcome = await similarGroups.detach(key);
+    // Its project says where grouping keeps it; a delivery no longer kept is looked for.
+    const delivery = await deliveryLog.get(key);
+    const outcome = await similarGroups.detach(key, delivery?.record.project_id ?? undefined);
     afterAction(
       res,
       `deliveries/${encodeURIComponent(key)}`,
