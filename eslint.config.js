@@ -85,8 +85,8 @@ export default tseslint.config(
     },
   },
   {
-    // Similarity scoring and grouping are pure functions: no framework, no queue, no Redis. (Where
-    // their results are kept in Redis is another file, to be listed in an `ignores` here.)
+    // Similarity scoring and grouping are pure functions: no framework, no queue, no Redis. Where
+    // their results are kept in Redis is src/grouping.
     files: ['src/similar/**/*.ts'],
     rules: {
       'no-restricted-imports': restrictedImports([
@@ -96,6 +96,10 @@ export default tseslint.config(
         {
           group: ['**/worker/*', '**/worker/**', '**/http/*', '**/http/**'],
           message: 'src/similar knows nothing of the worker or the console that use it.',
+        },
+        {
+          group: ['**/grouping/*', '**/grouping/**', '**/queue/*', '**/queue/**'],
+          message: 'src/similar knows nothing of where grouping is kept (src/grouping, Redis).',
         },
         {
           group: ['**/cli/*', '**/cli/**'],
@@ -113,6 +117,23 @@ export default tseslint.config(
           group: ['**/worker/*', '**/worker/**', '**/worker-process.js'],
           message:
             'src/http and src/runs know nothing of the worker (src/worker) that runs handlers.',
+        },
+        {
+          group: ['**/cli/*', '**/cli/**'],
+          message: 'Nothing imports the command line (src/cli).',
+        },
+      ]),
+    },
+  },
+  {
+    // Grouping in Redis is written by the worker and read by the console: it knows neither.
+    files: ['src/grouping/**/*.ts'],
+    rules: {
+      'no-restricted-imports': restrictedImports([
+        { group: ['express', 'express/*'], message: 'src/grouping knows nothing of Express.' },
+        {
+          group: ['**/worker/*', '**/worker/**', '**/http/*', '**/http/**'],
+          message: 'src/grouping knows nothing of the worker or the console that use it.',
         },
         {
           group: ['**/cli/*', '**/cli/**'],

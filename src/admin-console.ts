@@ -18,6 +18,7 @@ import { createBulkActions } from './runs/bulk-actions.js';
 import { createDeadLetter } from './runs/dead-letter.js';
 import { readRoster } from './runs/handler-roster.js';
 import { createDeliveryLog } from './runs/delivery-log.js';
+import { createSimilarGroups } from './grouping/similar-groups.js';
 import { createRunQueues, type RunQueues } from './runs/run-queues.js';
 import { createRunAgain } from './runs/restart.js';
 import { createRunReader } from './runs/run-reader.js';
@@ -73,7 +74,7 @@ export function openConsoleQueues(
 export function openAdminConsole(
   config: Pick<
     ReceiverConfig,
-    'redisUrl' | 'queuePrefix' | 'dedupeTtlSeconds' | 'traceUrlTemplate'
+    'redisUrl' | 'queuePrefix' | 'dedupeTtlSeconds' | 'traceUrlTemplate' | 'similar'
   >,
   token: string,
   intake: DeliveryQueueProducer,
@@ -113,6 +114,9 @@ export function openAdminConsole(
         queues,
         readStats: () => readDeliveryStats(connection, prefix),
         traceUrlTemplate: config.traceUrlTemplate,
+        similarGroups: config.similar
+          ? createSimilarGroups({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds })
+          : undefined,
       },
     },
     queues,

@@ -174,6 +174,9 @@ function termWeight(quantisedCount: number): number {
 class TopMatches {
   private readonly items: { ordinal: number; score: number }[] = [];
   private readonly limit: number;
+
+  // A plain field, not a parameter property: the examples run this file with Node's type
+  // stripping (erasableSyntaxOnly), now that the worker's runtime imports it.
   constructor(limit: number) {
     this.limit = limit;
   }

@@ -63,9 +63,7 @@ beforeAll(async () => {
     prefix: env.prefix,
     ttlSeconds: env.dedupeTtlSeconds,
   });
-  const app = createTestAdminApp(env, worker.runQueues, TOKEN, {
-    similarGroups: groups,
-  });
+  const app = createTestAdminApp(env, worker.runQueues, TOKEN, { similar: true });
   served = await serveOnLoopback(app);
   url = served.url;
   browser = await launchChromium();

@@ -10,15 +10,15 @@ import { createHistorySearch } from '../../src/history/history-search.js';
 import { createDeliveryLog } from '../../src/runs/delivery-log.js';
 import { createRunAgain } from '../../src/runs/restart.js';
 import { createRunReader } from '../../src/runs/run-reader.js';
-import type { ConsoleSources } from '../../src/http/console/console-sources.js';
+import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
 import type { TestWorkerEnv } from './test-worker.js';
 
 export function createTestAdminApp(
   env: TestWorkerEnv,
   runQueues: RunQueues,
   token: string,
-  /** Sources the test adds: the groups of similar feedback, say. */
-  more: Partial<Pick<ConsoleSources, 'similarGroups'>> = {},
+  /** Whether the console reads groups of similar feedback (SIMILAR=on). Default: off. */
+  { similar = false }: { readonly similar?: boolean } = {},
 ): Express {
   const queues = async () => [env.deliveries, ...(await runQueues.all())];
   const runs = createRunReader(env.deliveries, runQueues);
@@ -53,7 +53,13 @@ export function createTestAdminApp(
           (await readRoster(env.connection, env.prefix)).map((entry) => entry.name),
         queues,
         readStats: () => readDeliveryStats(env.connection, env.prefix),
-        ...more,
+        similarGroups: similar
+          ? createSimilarGroups({
+              connection: env.connection,
+              prefix: env.prefix,
+              ttlSeconds: env.dedupeTtlSeconds,
+            })
+          : undefined,
       },
     }),
   );

@@ -11,12 +11,14 @@ import { jsonBody } from './json-body.js';
 import { CONSOLE_PATH } from './pages.js';
 import type { ConsoleSources } from './console-sources.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
+import { readGroupsQuery } from './groups-query.js';
 import { readDeadLetter, readOverview, readQuarantine } from './overview.js';
 
 const GroupSchema = z.strictObject({ handler: z.string(), reason: z.string() });
 
 export function createAdminApi(sources: ConsoleSources): Router {
-  const { deliveryLog, quarantine, deliveries, deadLetter, runAgain, bulk } = sources;
+  const { deliveryLog, quarantine, deliveries, deadLetter, runAgain, bulk, similarGroups } =
+    sources;
   const api = express.Router();
 
   api.get('/overview', async (_req, res) => {
@@ -55,7 +57,39 @@ export function createAdminApi(sources: ConsoleSources): Router {
   api.get('/deliveries/:key', async (req, res) => {
     const delivery = await deliveryLog.get(req.params.key);
     if (!delivery) return notFound(res, 'delivery');
-    res.json(delivery);
+    const project = delivery.record.project_id;
+    const similar = await similarGroups?.ofDelivery(
+      req.params.key,
+      typeof project === 'string' ? project : undefined,
+    );
+    res.json(similar ? { ...delivery, similar } : delivery);
+  });
+
+  // Groups of similar feedback: with SIMILAR=off the list is empty and the rest answers 404.
+  api.get('/groups', async (req, res) => {
+    const check = readGroupsQuery(req.query);
+    if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
+    const { since, sinceMs, project, limit } = check.query;
+    const groups = similarGroups
+      ? await similarGroups.list({ sinceMs: Date.now() - sinceMs, project, limit })
+      : [];
+    res.json({ since, ...(project === undefined ? {} : { project }), groups });
+  });
+
+  api.get('/groups/:id', async (req, res) => {
+    const group = await similarGroups?.get(req.params.id);
+    if (!group) return notFound(res, 'group');
+    res.json(group);
+  });
+
+  api.post('/deliveries/:key/detach', async (req, res) => {
+    const key = req.params.key;
+    const outcome = similarGroups ? await similarGroups.detach(key) : 'not-found';
+    if (outcome === 'not-found') {
+      return sendProblem(res, 'NOT_FOUND', 'No grouped delivery with this key is kept.');
+    }
+    const similar = await similarGroups!.ofDelivery(key);
+    res.json({ deliveryKey: key, status: outcome, group: similar?.group });
   });
 
   api.post('/deliveries/:key/runs/:handler/run-again', async (req, res) => {

@@ -1,9 +1,9 @@
 /** What the delivery console reads and acts on: its pages and its API alike. */
 import type { Queue } from 'bullmq';
+import type { SimilarGroups } from '../../grouping/similar-groups.js';
 import type { DeliveryQueue } from '../../queue/deliveries-queue.js';
 import type { StatsSnapshot } from '../../queue/delivery-stats.js';
 import type { Quarantine } from '../../queue/quarantine.js';
-import type { SimilarGroups } from '../../grouping/similar-groups.js';
 import type { BulkActions } from '../../runs/bulk-actions.js';
 import type { DeadLetter } from '../../runs/dead-letter.js';
 import type { DeliveryLog } from '../../runs/delivery-log.js';
@@ -28,7 +28,7 @@ export interface ConsoleSources {
   queues(): Promise<readonly Queue[]>;
   /** What the receivers answered, per minute (see delivery-stats.ts). */
   readStats(): Promise<StatsSnapshot>;
-  /** Groups of similar feedback; undefined when grouping is off (SIMILAR=off). */
+  /** Groups of similar feedback (docs/similar.md); undefined when SIMILAR=off. */
   readonly similarGroups?: SimilarGroups | undefined;
   /** TRACE_URL_TEMPLATE: a delivery's trace id links to `{traceId}` in it. */
   readonly traceUrlTemplate?: string | undefined;
