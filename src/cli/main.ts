@@ -12,6 +12,7 @@ import {
   deliveriesRunAgainCommand,
 } from './deliveries.js';
 import { demoCommand } from './demo.js';
+import { groupsCommand } from './groups.js';
 import { healthcheckCommand } from './healthcheck.js';
 import { hooksRegisterCommand } from './hooks-register.js';
 import {
@@ -37,6 +38,7 @@ const COMMANDS: readonly Command[] = [
   deliveriesFailedCommand,
   deliveriesRetryCommand,
   deliveriesRunAgainCommand,
+  groupsCommand,
   quarantineListCommand,
   quarantineShowCommand,
   quarantineReplayCommand,

@@ -1,6 +1,7 @@
-/** Connections and queues for the operator commands (deliveries, quarantine). */
+/** Connections and queues for the operator commands (deliveries, quarantine, groups). */
 import { loadWorkerConfig } from '../config.js';
 import { createLogger } from '../logger.js';
+import { createSimilarGroups, type SimilarGroups } from '../grouping/similar-groups.js';
 import { createHistorySearch } from '../history/history-search.js';
 import { createBulkActions, type BulkActions } from '../runs/bulk-actions.js';
 import { createDeadLetter } from '../runs/dead-letter.js';
@@ -15,8 +16,8 @@ import { createQuarantine } from '../queue/quarantine.js';
 import { REFUSED_FOR_MS, waitForRedis } from '../queue/redis.js';
 
 /**
- * Runs `use` with the dead letter, the quarantine, the deliveries queue and the bulk actions, then
- * closes them.
+ * Runs `use` with the dead letter, the quarantine, the deliveries queue, the bulk actions and the
+ * groups of similar feedback, then closes them.
  */
 export async function withQueues<T>(
   use: (queues: {
@@ -24,6 +25,8 @@ export async function withQueues<T>(
     quarantine: ReturnType<typeof createQuarantine>;
     deliveries: DeliveryQueueProducer;
     bulk: BulkActions;
+    /** Undefined when grouping is off (SIMILAR=off). */
+    similarGroups: SimilarGroups | undefined;
     /** Moves the runs an earlier version left in its one queue (legacy-runs.ts). */
     moveLegacyRuns: (
       options: Pick<MoveLegacyRunsOptions, 'includeFailed'>,
@@ -51,6 +54,9 @@ export async function withQueues<T>(
         dedupeTtlSeconds: config.dedupeTtlSeconds,
       }),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
+      similarGroups: config.similar
+        ? createSimilarGroups({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds })
+        : undefined,
       moveLegacyRuns: (options) =>
         moveLegacyRuns({
           ...options,

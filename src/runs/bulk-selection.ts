@@ -26,6 +26,12 @@ const BulkSelectionSchema = z
     path: ['handler'],
   });
 
+/** A span such as 30m, 24h or 7d, in ms; undefined when the text is not one. */
+export function readSince(text: string): number | undefined {
+  const parsed = Since.safeParse(text);
+  return parsed.success ? parsed.data : undefined;
+}
+
 export type SelectionCheck =
   | { readonly ok: true; readonly selection: BulkSelection }
   | { readonly ok: false; readonly problem: string };

@@ -247,6 +247,42 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(refused.output).toMatch(/^401 Unauthorized/);
   });
 
+  it('lists the largest groups of similar feedback, their titles made safe', async () => {
+    const titles = [
+      'Invoice PDF download crashes \u001b[2Jinto zebra stripes',
+      'invoice pdf download crashes into zebra stripes!!',
+    ];
+    for (const title of titles) {
+      const record = await createRecord('prj_shop', {
+        title,
+        description: 'Downloading the invoice as a PDF crashes into a page of zebra stripes.',
+      });
+      // One after the other: the second is compared with the first once that one is routed.
+      await vi.waitFor(async () => expect((await recordInSandbox(record.id)).priority_id).toBe(4), {
+        timeout: 10_000,
+      });
+    }
+    const listed = await vi.waitFor(
+      async () => {
+        const result = await cli(['groups', '--since', '1h', '--project', 'prj_shop'], redisEnv());
+        expect(result.output).toMatch(
+          /^ +2 {2}\S+Z {2}prj_shop {2}Invoice PDF download crashes \\x1b\[2Jinto zebra stripes$/m,
+        );
+        return result;
+      },
+      { timeout: 10_000 },
+    );
+    expect(listed.code).toBe(0);
+    expect(listed.output).toMatch(/^Size {2}Last arrival/m);
+    expect(listed.output).not.toContain('\u001b');
+    const other = await cli(['groups', '--project', 'prj_nobody'], redisEnv());
+    expect(other).toMatchObject({ code: 0 });
+    expect(other.output).toContain('No group had a delivery in this span.');
+    const wrong = await cli(['groups', '--since', 'yesterday'], redisEnv());
+    expect(wrong.code).toBe(2);
+    expect(wrong.output).toMatch(/--since takes a number and a unit/);
+  });
+
   it('lists a run that failed for good in the dead letter, and retries it', async () => {
     // A record the sandbox does not have: triage's PATCH gets a 404, which no retry can fix.
     const sent = await cli(['send', '--url', receiverUrl], { WEBHOOK_SECRET: secret });

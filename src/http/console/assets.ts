@@ -44,6 +44,11 @@ pre.body { padding: 0.75rem; border: 1px solid var(--line); white-space: pre-wra
 .chart { width: 100%; height: auto; max-height: 12rem; }
 .chart rect { fill: #2563eb; }
 .chart text { font-size: 10px; fill: currentColor; }
+.chart.arrivals { width: 9rem; height: 1.5rem; border-bottom: 1px solid var(--line); }
+.spans { display: flex; gap: 1rem; margin-bottom: 1rem; }
+.spans a[aria-current="page"] { font-weight: 600; text-decoration: none; }
+.matches .score { color: var(--muted); font-variant-numeric: tabular-nums; margin-left: 0.4rem; }
+.similar form { margin-top: 0.5rem; }
 .byte { color: var(--bad); border: 1px dotted var(--bad); padding: 0 0.1rem; }
 @media (max-width: 40rem) {
   thead { display: none; }

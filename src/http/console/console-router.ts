@@ -18,6 +18,15 @@ import {
 import type { ConsoleSources } from './console-sources.js';
 import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
+import {
+  GROUP_SPANS,
+  groupingOffPage,
+  groupNotFoundPage,
+  groupPage,
+  groupsPage,
+  similarSection,
+  type GroupSpan,
+} from './group-pages.js';
 import { overviewPage, readDeadLetter, readOverview, readQuarantine } from './overview.js';
 import type { Html } from './html.js';
 import {
@@ -38,7 +47,8 @@ import {
 } from './pages.js';
 
 export function createConsoleRouter(sources: ConsoleSources): Router {
-  const { deliveryLog, quarantine, deliveries, deadLetter, runs, runAgain, bulk } = sources;
+  const { deliveryLog, quarantine, deliveries, deadLetter, runs, runAgain, bulk, similarGroups } =
+    sources;
   const form = express.urlencoded({ extended: false, limit: '16kb' });
   const router = express.Router();
   router.use('/api', createAdminApi(sources));
@@ -94,10 +104,61 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   });
 
   router.get('/deliveries/:key', async (req, res) => {
-    const delivery = await deliveryLog.get(req.params.key);
-    if (delivery) {
-      page(res, 200, deliveryPage(delivery, notice(noticeOf(req)), sources.traceUrlTemplate));
-    } else page(res, 404, notFoundPage('delivery', req.params.key));
+    const { key } = req.params;
+    const delivery = await deliveryLog.get(key);
+    if (!delivery) return page(res, 404, notFoundPage('delivery', key));
+    const project = delivery.record.project_id ?? undefined;
+    const similar = similarGroups
+      ? similarSection(key, {
+          grouping: 'on',
+          facts: await similarGroups.ofDelivery(key, project),
+        })
+      : similarSection(key, { grouping: 'off' });
+    page(
+      res,
+      200,
+      deliveryPage(delivery, notice(noticeOf(req)), sources.traceUrlTemplate, similar),
+    );
+  });
+
+  router.post('/deliveries/:key/detach', async (req, res) => {
+    const { key } = req.params;
+    if (!similarGroups) return page(res, 404, groupingOffPage());
+    // Its project says where grouping keeps it; a delivery no longer kept is looked for.
+    const delivery = await deliveryLog.get(key);
+    const outcome = await similarGroups.detach(key, delivery?.record.project_id ?? undefined);
+    afterAction(
+      res,
+      `deliveries/${encodeURIComponent(key)}`,
+      outcome === 'not-found' ? 'gone' : outcome,
+    );
+  });
+
+  router.get('/groups', async (req, res) => {
+    if (!similarGroups) return page(res, 200, groupingOffPage());
+    const since = req.query.since ?? '24h';
+    if (typeof since !== 'string' || !Object.hasOwn(GROUP_SPANS, since)) {
+      return sendProblem(
+        res,
+        'BAD_REQUEST',
+        `since: expected one of ${Object.keys(GROUP_SPANS).join(', ')}`,
+      );
+    }
+    const span = since as GroupSpan;
+    const project = oneValue(req.query.project);
+    const groups = await similarGroups.list({
+      sinceMs: Date.now() - GROUP_SPANS[span].ms,
+      project,
+      limit: GROUPS_SHOWN,
+    });
+    page(res, 200, groupsPage(groups, span, project));
+  });
+
+  router.get('/groups/:id', async (req, res) => {
+    if (!similarGroups) return page(res, 200, groupingOffPage());
+    const group = await similarGroups.get(req.params.id);
+    if (group) page(res, 200, groupPage(group));
+    else page(res, 404, groupNotFoundPage(req.params.id));
   });
 
   router.post('/deliveries/:key/runs/:handler/retry', async (req, res) => {
@@ -178,6 +239,9 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
 
   return router;
 }
+
+/** Groups on the groups page: the fastest-growing hundred say what is going on. */
+const GROUPS_SHOWN = 100;
 
 /**
  * Whether a search's result holds a delivery with a failed run, so that retrying them does

@@ -18,6 +18,8 @@ export const NOTICES = {
   retried: 'Queued again, with all of its attempts.',
   'queued-again': 'Queued to run again, with all of its attempts.',
   'not-completed': 'Nothing run again: only a run that completed runs again; retry a failed one.',
+  detached: 'Taken out of its group: it is a group of its own now, and stays one.',
+  alone: 'Nothing to do: it is already a group of its own.',
   gone: 'Nothing to do: it is no longer there.',
 } as const;
 export type Notice = keyof typeof NOTICES;

@@ -32,6 +32,7 @@ export const CONSOLE_CSP = [
 const SECTIONS = [
   ['overview', 'Overview', CONSOLE_PATH],
   ['deliveries', 'Deliveries', `${CONSOLE_PATH}/deliveries`],
+  ['groups', 'Groups', `${CONSOLE_PATH}/groups`],
   ['quarantine', 'Quarantine', `${CONSOLE_PATH}/quarantine`],
   ['dead-letter', 'Dead letter', `${CONSOLE_PATH}/dead-letter`],
   ['queues', 'Queues', `${CONSOLE_PATH}/queues`],
@@ -157,10 +158,12 @@ function traceLink(traceId: string, template: string | undefined): Html {
   return html`<a href="${href}" rel="noreferrer"><code>${traceId}</code></a>`;
 }
 
+/** `similar`: its "Similar" section (group-pages.ts), after the timeline. */
 export function deliveryPage(
   delivery: DeliveryView,
   done?: Html | string,
   traceUrlTemplate?: string,
+  similar?: Html,
 ): Html {
   const { record } = delivery;
   const context = record.client_context;
@@ -188,6 +191,7 @@ export function deliveryPage(
         <h2>Timeline</h2>
         ${timeline(delivery)}
       </section>
+      ${similar ?? ''}
       <section>
         <h2>Handlers</h2>
         ${

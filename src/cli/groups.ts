@@ -1,0 +1,93 @@
+/**
+ * `feedback-receiver groups`: the largest groups of similar feedback, for an operator at a
+ * terminal. Titles are written by anonymous visitors, so each is cut to its line and made
+ * terminal-safe before it is printed.
+ */
+import type { SimilarGroupSummary } from '../grouping/similar-groups.js';
+import { MOST_LISTED_GROUPS } from '../grouping/similar-groups.js';
+import { readSince } from '../runs/bulk-selection.js';
+import { LIMIT_OPTION, parseLimit, UsageError, type Command } from './command.js';
+import { plural } from './plural.js';
+import { withQueues } from './redis-for-cli.js';
+import { terminalText } from './terminal-text.js';
+
+/** A first report's title is cut to this many characters (as a reader counts them) on its line. */
+const TITLE_WIDTH = 60;
+
+export const groupsCommand: Command = {
+  name: 'groups',
+  summary: 'list the largest groups of similar feedback',
+  help: `Usage: feedback-receiver groups [--since 24h] [--project <id>] [--limit 50]
+
+Lists the groups of similar feedback that had a delivery in the span (--since
+takes 30m, 24h or 7d), largest first: size, last arrival, project, and the
+first report's title. --project shows one project's groups only. The console's
+Groups page (/admin/groups) shows them with their arrivals over time.`,
+  options: {
+    since: { type: 'string', default: '24h' },
+    project: { type: 'string' },
+    ...LIMIT_OPTION,
+  },
+  async run(values) {
+    const limit = parseLimit(values);
+    const since = String(values.since);
+    const spanMs = readSince(since);
+    if (spanMs === undefined) {
+      throw new UsageError(
+        `--since takes a number and a unit, e.g. 30m, 24h or 7d; see feedback-receiver groups --help`,
+      );
+    }
+    const project = typeof values.project === 'string' ? values.project : undefined;
+    await withQueues(async ({ similarGroups }) => {
+      if (!similarGroups) {
+        console.log('Grouping is off (SIMILAR=off): no group is kept.');
+        return;
+      }
+      // The reader lists the fastest-growing first; the largest are among as many as it gives.
+      const found = await similarGroups.list({
+        sinceMs: Date.now() - spanMs,
+        project,
+        limit: MOST_LISTED_GROUPS,
+      });
+      for (const line of groupLines(found, limit)) console.log(line);
+      console.log(
+        `\n${plural(Math.min(limit, found.length), 'group')} of ${found.length} with a delivery in the last ${since}, largest first.`,
+      );
+    });
+  },
+};
+
+/** The listing: a header, then a line per group, largest first, at most `limit`. */
+export function groupLines(groups: readonly SimilarGroupSummary[], limit: number): string[] {
+  if (groups.length === 0) return ['No group had a delivery in this span.'];
+  const largest = [...groups]
+    .sort((a, b) => b.size - a.size || b.lastAt - a.lastAt)
+    .slice(0, limit);
+  const rows = largest.map((group) => [
+    String(group.size),
+    new Date(group.lastAt).toISOString(),
+    terminalText(group.project),
+    terminalText(cut(group.first.title || group.first.recordId, TITLE_WIDTH)),
+  ]);
+  const header = ['Size', 'Last arrival', 'Project', 'First report'];
+  const widths = header.map((name, column) =>
+    Math.max(name.length, ...rows.map((row) => row[column]!.length)),
+  );
+  return [header, ...rows].map((row) =>
+    row
+      .map((cell, column) =>
+        column === 0
+          ? cell.padStart(widths[0]!)
+          : column === row.length - 1
+            ? cell
+            : cell.padEnd(widths[column]!),
+      )
+      .join('  '),
+  );
+}
+
+/** At most `width` characters as a reader counts them (an emoji is one), with … when cut. */
+function cut(text: string, width: number): string {
+  const characters = [...new Intl.Segmenter().segment(text)].map(({ segment }) => segment);
+  return characters.length <= width ? text : `${characters.slice(0, width - 1).join('')}…`;
+}
