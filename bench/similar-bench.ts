@@ -193,7 +193,7 @@ async function startBoth(
     secret: SECRET,
     redisUrl: options.redisUrl,
     prefix,
-    env: { ADMIN_TOKEN: TOKEN },
+    env: { ADMIN_TOKEN: TOKEN, SIMILAR: 'on' },
   });
   const worker = await startWork(options, prefix, await freePort()).catch(async (error) => {
     await receiver.stop();
@@ -208,6 +208,7 @@ function startWork(options: SimilarBenchOptions, prefix: string, metricsPort: nu
     REDIS_URL: options.redisUrl,
     QUEUE_PREFIX: prefix,
     HANDLERS: NO_OP_HANDLER,
+    SIMILAR: 'on',
     METRICS_PORT: String(metricsPort),
     NODE_ENV: 'production',
   });

@@ -133,7 +133,7 @@ const SharedEnv = {
   COMPLETED_JOB_RETENTION_SECONDS: integer(1).default(24 * 60 * 60),
   ACK_REPLICAS: integer(0, 100).default(0),
   ACK_REPLICAS_TIMEOUT_MS: integer(1, 60_000).default(1_000),
-  SIMILAR: z.enum(['on', 'off']).default('on'),
+  SIMILAR: z.enum(['on', 'off']).default('off'),
   SIMILAR_THRESHOLD: z
     .string()
     .trim()

@@ -58,6 +58,7 @@ beforeAll(async () => {
   expect(registered.code).toBe(0);
   background.push(serve.cli);
   const work = runCli(['work'], {
+    SIMILAR: 'on',
     TRIAGE_RULES: join(ROOT, 'examples/triage-rules.jsonc'),
     ...apiEnv(),
     ...redisEnv(),
@@ -264,7 +265,10 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     }
     const listed = await vi.waitFor(
       async () => {
-        const result = await cli(['groups', '--since', '1h', '--project', 'prj_shop'], redisEnv());
+        const result = await cli(['groups', '--since', '1h', '--project', 'prj_shop'], {
+          ...redisEnv(),
+          SIMILAR: 'on',
+        });
         expect(result.output).toMatch(
           /^ +2 {2}\S+Z {2}prj_shop {2}Invoice PDF download crashes \\x1b\[2Jinto zebra stripes$/m,
         );
@@ -275,10 +279,13 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(listed.code).toBe(0);
     expect(listed.output).toMatch(/^Size {2}Last arrival/m);
     expect(listed.output).not.toContain('\u001b');
-    const other = await cli(['groups', '--project', 'prj_nobody'], redisEnv());
+    const other = await cli(['groups', '--project', 'prj_nobody'], {
+      ...redisEnv(),
+      SIMILAR: 'on',
+    });
     expect(other).toMatchObject({ code: 0 });
     expect(other.output).toContain('No group had a delivery in this span.');
-    const wrong = await cli(['groups', '--since', 'yesterday'], redisEnv());
+    const wrong = await cli(['groups', '--since', 'yesterday'], { ...redisEnv(), SIMILAR: 'on' });
     expect(wrong.code).toBe(2);
     expect(wrong.output).toMatch(/--since takes a number and a unit/);
   });

@@ -33,6 +33,7 @@ it('keeps every delivery in one group, counted once, through workers killed whil
   const similarLog = join(cluster.dir, 'similar.log');
   const env = {
     HANDLERS: `${PROBE_HANDLER},${SIMILAR_PROBE}`,
+    SIMILAR: 'on',
     SIMILAR_LOG: similarLog,
     WORKER_LOCK_SECONDS: '1',
   };

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadReceiverConfig, loadWorkerConfig, tracing } from '../../src/config.js';
-import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 
 const minimal = { WEBHOOK_SECRET: 'dev-secret' };
 
@@ -29,7 +28,7 @@ describe('loadReceiverConfig', () => {
       logLevel: 'info',
       logPretty: false,
       dedupeTtlSeconds: 604800,
-      similar: { threshold: DEFAULT_SIMILAR_THRESHOLD, keep: 100_000 },
+      similar: undefined,
       completedJobRetentionSeconds: 86400,
       webhook: {
         scheme: 'hmac-sha256',
@@ -179,7 +178,7 @@ describe('loadWorkerConfig', () => {
       logLevel: 'info',
       logPretty: false,
       dedupeTtlSeconds: 604800,
-      similar: { threshold: DEFAULT_SIMILAR_THRESHOLD, keep: 100_000 },
+      similar: undefined,
       completedJobRetentionSeconds: 86400,
       ackReplicas: { replicas: 0, timeoutMs: 1000 },
       api: { baseUrl: undefined, token: undefined, rateLimitPerMinute: 100, timeoutMs: 10_000 },
@@ -194,7 +193,9 @@ describe('loadWorkerConfig', () => {
 
   it('reads SIMILAR, SIMILAR_THRESHOLD and SIMILAR_KEEP, and refuses values out of range', () => {
     expect(loadWorkerConfig({ SIMILAR: 'off', SIMILAR_THRESHOLD: '0.9' }).similar).toBeUndefined();
-    expect(loadWorkerConfig({ SIMILAR_THRESHOLD: '0.5', SIMILAR_KEEP: '500' }).similar).toEqual({
+    expect(
+      loadWorkerConfig({ SIMILAR: 'on', SIMILAR_THRESHOLD: '0.5', SIMILAR_KEEP: '500' }).similar,
+    ).toEqual({
       threshold: 0.5,
       keep: 500,
     });
