@@ -519,8 +519,8 @@ export function renderSimilarReport(
     ),
     '',
     `Redis memory of grouping: ${Math.round(similar.bytesPerDelivery)} bytes per delivery kept. ` +
-      `The worker's paired ratio to bare BullMQ: ${similar.ratio.off.toFixed(2)}x with SIMILAR=off, ` +
-      `${similar.ratio.on.toFixed(2)}x with grouping on (its deliveries all alike: one group).`,
+      `The worker's paired ratio to bare BullMQ: ${pairedRatio(similar.ratio.off)} with SIMILAR=off, ` +
+      `${pairedRatio(similar.ratio.on)} with grouping on (its deliveries all alike: one group).`,
   ].join('\n');
   const markdown = [
     '# Benchmarks: similar feedback only',
@@ -532,4 +532,9 @@ export function renderSimilarReport(
     '',
   ].join('\n');
   return { summary, markdown };
+}
+
+/** A paired ratio; none when bare BullMQ drained nine tenths before the worker drained a tenth. */
+function pairedRatio(ratio: number): string {
+  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'under 0.11x (too slow to pair)';
 }

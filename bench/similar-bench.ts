@@ -143,31 +143,38 @@ async function timeGrouping(
     dedupeTtlSeconds: 86_400,
   });
   let queued = 0;
-  const queueUpTo = async (total: number) => {
-    for (; queued < total; queued += 1) {
-      const { record } = lines[queued % lines.length]!;
-      // Each report again under an id of its own, in one project: the vocabulary of real reports.
-      const body = JSON.stringify({
-        ...record,
-        id: `${record.id}~${queued}`,
-        project_id: 'prj_bench',
-      });
-      const outcome = interpretPayload(Buffer.from(body), { receivedAt: new Date() });
-      if (outcome.kind !== 'delivery') throw new Error('a data line is not a delivery');
-      await queue.enqueue(outcome.delivery);
-    }
+  const next = () => {
+    const { record } = lines[queued % lines.length]!;
+    // Each report again under an id of its own, in one project: the vocabulary of real reports.
+    const body = JSON.stringify({
+      ...record,
+      id: `${record.id}~${queued}`,
+      project_id: 'prj_bench',
+    });
+    const outcome = interpretPayload(Buffer.from(body), { receivedAt: new Date() });
+    if (outcome.kind !== 'delivery') throw new Error('a data line is not a delivery');
+    queued += 1;
+    return queue.enqueue(outcome.delivery);
+  };
+  const routed = async (total: number) => {
     const deadline = Date.now() + 30 * 60_000;
     while ((await histogram(metricsPort)).at(-1)![1] < total) {
       if (Date.now() > deadline) throw new Error(`similar bench: ${total} not routed in 30 min`);
-      await sleep(200);
+      await sleep(5);
     }
   };
   try {
     const timing: SimilarTiming[] = [];
     for (const kept of options.kept) {
-      await queueUpTo(kept);
+      // Filled in bulk, then timed one delivery at a time: the time a delivery's grouping takes,
+      // not the time it waits behind the others of its project (their grouping takes turns).
+      while (queued < kept) await next();
+      await routed(kept);
       const before = await histogram(metricsPort);
-      await queueUpTo(kept + options.timed);
+      for (let n = 0; n < options.timed; n += 1) {
+        await next();
+        await routed(queued);
+      }
       const after = await histogram(metricsPort);
       const batch = after.map(([le, count], i) => [le, count - before[i]![1]] as const);
       timing.push({
