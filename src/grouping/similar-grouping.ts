@@ -84,9 +84,19 @@ interface ProjectIndex {
   readonly ordinalOf: Map<string, number>;
   /** The last entry id read; '' for none. */
   lastId: string;
-  /** The tail of the work on this index: catch-ups and queries take turns. */
-  turn: Promise<unknown>;
 }
+
+/** The work in flight on one project's index: catch-ups and queries take turns. */
+interface ProjectTurn {
+  tail: Promise<unknown>;
+  pending: number;
+}
+
+/**
+ * Projects whose index a worker keeps in memory at once, the least recently used let go first
+ * (an index let go is built again from the stream when its project routes again).
+ */
+export const MOST_PROJECT_INDEXES = 32;
 
 export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarGrouping {
   const { prefix, threshold, keep, logger } = options;
@@ -97,21 +107,41 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
   connection.defineCommand('similarJoin', { numberOfKeys: 2, lua: JOIN });
   const windows = distinctWindows(options.windows);
   const windowsJson = JSON.stringify(windows.map((w) => [w.atLeast, w.withinMs]));
+  /** Least recently used first. */
   const projects = new Map<string, ProjectIndex>();
+  /** Only projects with work in flight: a turn is dropped once its work is done. */
+  const turns = new Map<string, ProjectTurn>();
 
   const indexOf = (project: string): ProjectIndex => {
-    let state = projects.get(project);
-    if (!state) {
-      state = newIndex();
-      projects.set(project, state);
+    const state = projects.get(project) ?? newIndex();
+    projects.delete(project);
+    projects.set(project, state);
+    for (const idle of projects.keys()) {
+      if (projects.size <= MOST_PROJECT_INDEXES) break;
+      if (idle !== project && !turns.has(idle)) projects.delete(idle);
     }
     return state;
   };
 
-  /** Work on a project's index, one piece at a time. */
-  const inTurn = <T>(state: ProjectIndex, work: () => Promise<T>): Promise<T> => {
-    const result = state.turn.then(work);
-    state.turn = result.catch(() => {});
+  /**
+   * Work on a project's index, one piece at a time. The turn is the project's, not the index's:
+   * an index built again (catchUp) must not let a second catch-up run beside the first.
+   */
+  const inTurn = <T>(project: string, work: () => Promise<T>): Promise<T> => {
+    let turn = turns.get(project);
+    if (!turn) {
+      turn = { tail: Promise.resolve(), pending: 0 };
+      turns.set(project, turn);
+    }
+    const current = turn;
+    current.pending += 1;
+    const result = current.tail.then(work);
+    current.tail = result
+      .catch(() => {})
+      .finally(() => {
+        current.pending -= 1;
+        if (current.pending === 0 && turns.get(project) === current) turns.delete(project);
+      });
     return result;
   };
 
@@ -124,7 +154,6 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     ) {
       // Built again from what the stream keeps: the index is bounded as the stream is.
       const fresh = newIndex();
-      fresh.turn = state.turn;
       projects.set(project, fresh);
       state = fresh;
     }
@@ -141,6 +170,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       const entries = read.map(([id, fields]) => readEntry(id.toString(), fields));
       const stored = await connection.hmget(keys.of, ...entries.map((entry) => entry.key));
       entries.forEach((entry, i) => {
+        if (state.ordinalOf.has(entry.id)) return; // read already: each entry once
         const grouping = readStored(stored[i]);
         let group = grouping?.g;
         if (group === undefined) {
@@ -207,7 +237,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       );
     }
 
-    const { matches, best, bestGroup, bestFirst } = await inTurn(state, async () => {
+    const { matches, best, bestGroup, bestFirst } = await inTurn(project, async () => {
       const current = await catchUp(keys, project, entryId);
       // Another routing of this worker may have read past this entry already: only the entries
       // before it count, so the answer is the one every worker computes.
@@ -271,7 +301,6 @@ function newIndex(): ProjectIndex {
     firsts: new Map(),
     ordinalOf: new Map(),
     lastId: '',
-    turn: Promise.resolve(),
   };
 }
 

@@ -31,13 +31,19 @@ local members = base .. 'group:' .. group
 redis.call('ZADD', members, t, key)
 redis.call('PEXPIRE', members, ttl)
 local last = redis.call('ZSCORE', groups, group)
-if not last or tonumber(last) < t then redis.call('ZADD', groups, t, group) end
+last = last and tonumber(last)
+if not last or last < t then redis.call('ZADD', groups, t, group) end
 redis.call('PEXPIRE', groups, ttl)
 
+-- Deliveries join out of their arrival order (retries, several workers): a window is counted up
+-- to the group's latest arrival, and only the latest arrival may say the group dropped below
+-- it, so a late joiner neither fires a crossing again nor takes it away.
+local now = t
+if last and last > t then now = last end
 local crossed = {}
 for _, window in ipairs(cjson.decode(ARGV[12])) do
   local atLeast, within = window[1], window[2]
-  local count = redis.call('ZCOUNT', members, '(' .. (t - within), t)
+  local count = redis.call('ZCOUNT', members, '(' .. (now - within), now)
   local marker = base .. 'crossed:' .. group .. ':' .. atLeast .. ':' .. within
   if count >= atLeast then
     if redis.call('SET', marker, '1', 'NX', 'PX', within) then
@@ -45,7 +51,7 @@ for _, window in ipairs(cjson.decode(ARGV[12])) do
     else
       redis.call('PEXPIRE', marker, within)
     end
-  else
+  elseif t >= now then
     redis.call('DEL', marker)
   end
 end

@@ -265,4 +265,68 @@ describe('grouping similar feedback in routing', () => {
     // first whose group has more evidence than its single best match's: a second member.)
     expect(new Set(expected).size).toBeLessThan(rows.length);
   });
+
+  it('fires a crossing once when a delivery joins after later ones (out of arrival order)', async () => {
+    const grouping = createSimilarGrouping({
+      connection: workerConnection(),
+      prefix: env.prefix,
+      threshold: DEFAULT_SIMILAR_THRESHOLD,
+      keep: 100_000,
+      ttlSeconds: 3600,
+      windows: [{ atLeast: 5, withinMs: 60_000 }],
+      logger: createLogger({ level: 'silent' }),
+    });
+    // Received 100 ms apart; the third joins after the sixth (a retry, a slow worker).
+    const start = Date.now();
+    const arrivals = [1, 2, 4, 5, 6, 3, 7];
+    const crossed: string[] = [];
+    for (const n of arrivals) {
+      const record = checkoutReport(n);
+      const facts = await grouping.group({
+        key: keyOfRecord(record.id),
+        event: 'feedback.created',
+        receivedAt: new Date(start + n * 100).toISOString(),
+        record,
+      });
+      if (facts.crossed.length > 0) crossed.push(record.id);
+    }
+    expect(crossed).toEqual(['fb_pay_6']);
+  });
+
+  it('reads each entry once while its index is built again under concurrent routings', async () => {
+    const grouping = createSimilarGrouping({
+      connection: workerConnection(),
+      prefix: env.prefix,
+      threshold: DEFAULT_SIMILAR_THRESHOLD,
+      // A small bound, so that the index is built again and again.
+      keep: 20,
+      ttlSeconds: 3600,
+      windows: [],
+      logger: createLogger({ level: 'silent' }),
+    });
+    const facts: SimilarFacts[] = [];
+    const titles = ['Pay button grey', 'Cannot log in', 'Dark mode broken', 'Search is slow'];
+    // Eight routings in flight at every moment, as a worker's concurrency keeps them.
+    const inFlight = new Set<Promise<void>>();
+    for (let n = 0; n < 600; n += 1) {
+      const title = titles[n % titles.length]!;
+      const record = { ...checkoutReport(n), title, description: `${title}, details ${n}` };
+      const routing = grouping
+        .group({
+          key: keyOfRecord(record.id),
+          event: 'feedback.created',
+          receivedAt: new Date().toISOString(),
+          record,
+        })
+        .then((fact) => void facts.push(fact))
+        .finally(() => inFlight.delete(routing));
+      inFlight.add(routing);
+      if (inFlight.size >= 8) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
+    const repeated = facts.filter(
+      (fact) => new Set(fact.matches.map((match) => match.key)).size !== fact.matches.length,
+    );
+    expect(repeated).toEqual([]);
+  });
 });
