@@ -84,11 +84,15 @@ export function createAdminApi(sources: ConsoleSources): Router {
 
   api.post('/deliveries/:key/detach', async (req, res) => {
     const key = req.params.key;
-    const outcome = similarGroups ? await similarGroups.detach(key) : 'not-found';
+    // Its project says where grouping keeps it (looked for otherwise, among a bounded few).
+    const project = similarGroups
+      ? ((await deliveryLog.get(key))?.record.project_id ?? undefined)
+      : undefined;
+    const outcome = similarGroups ? await similarGroups.detach(key, project) : 'not-found';
     if (outcome === 'not-found') {
       return sendProblem(res, 'NOT_FOUND', 'No grouped delivery with this key is kept.');
     }
-    const similar = await similarGroups!.ofDelivery(key);
+    const similar = await similarGroups!.ofDelivery(key, project);
     res.json({ deliveryKey: key, status: outcome, group: similar?.group });
   });
 
