@@ -5,7 +5,7 @@
  */
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts, SimilarMatchFact } from '../similar/similar-facts.js';
-import type { ProjectKeys } from './similar-keys.js';
+import { groupIdOf, type ProjectKeys } from './similar-keys.js';
 import { crossedWindows, type StoredGrouping } from './stored-grouping.js';
 
 /** An entry of the stream, as grouping reads it back. */
@@ -17,6 +17,7 @@ export interface EntryFields {
 
 export async function readFacts(
   connection: RedisConnection,
+  project: string,
   keys: ProjectKeys,
   stored: StoredGrouping,
   size = stored.s,
@@ -32,7 +33,11 @@ export async function readFacts(
     if (entry) matches.push({ ...entry, score: thousandths / 1000 });
   });
   return {
-    group: { id: stored.g, size, first: { key: stored.f[0], recordId: stored.f[1] } },
+    group: {
+      id: groupIdOf(project, stored.g),
+      size,
+      first: { key: stored.f[0], recordId: stored.f[1] },
+    },
     matches,
     crossed: crossedWindows(stored),
   };

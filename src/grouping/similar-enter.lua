@@ -42,12 +42,13 @@ if not current then
     if entryKey then
       local value = redis.call('HGET', of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
-        local stored = cjson.decode(value)
-        if stored.e == id then
+        -- The stored grouping (stored-grouping.ts): its entry id, then its group.
+        local e, g = string.match(value, '^([^|]*)|([^|]*)|')
+        if e == id then
           redis.call('HDEL', of, entryKey)
-          local members = base .. 'group:' .. stored.g
+          local members = base .. 'group:' .. g
           redis.call('ZREM', members, entryKey)
-          if redis.call('ZCARD', members) == 0 then redis.call('ZREM', groups, stored.g) end
+          if redis.call('ZCARD', members) == 0 then redis.call('ZREM', groups, g) end
         end
       elseif value == 'pending:' .. id then
         redis.call('HDEL', of, entryKey)
