@@ -5,6 +5,7 @@
  */
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts, SimilarMatchFact } from '../similar/similar-facts.js';
+import { keyOfRecord } from '../webhooks/delivery.js';
 import { groupIdOf, type ProjectKeys } from './similar-keys.js';
 import { crossedWindows, type StoredGrouping } from './stored-grouping.js';
 
@@ -65,5 +66,7 @@ export function entryFields(fields: readonly string[]): EntryFields {
     const at = fields.findIndex((field, i) => i % 2 === 0 && field === name);
     return at === -1 ? '' : (fields[at + 1] ?? '');
   };
-  return { key: read('k'), recordId: read('r'), title: read('t') };
+  // An entry keeps no key that is made of its record id.
+  const recordId = read('r');
+  return { key: read('k') || keyOfRecord(recordId), recordId, title: read('t') };
 }

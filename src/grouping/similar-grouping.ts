@@ -29,7 +29,7 @@ import { documentTerms } from '../similar/document-terms.js';
 import { chooseGroup } from '../similar/grouping.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
 import { DEFAULT_MATCH_LIMIT, SimilarityIndex } from '../similar/similarity-index.js';
-import type { Delivery } from '../webhooks/delivery.js';
+import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import { readFacts, type EntryFields } from './read-facts.js';
 import { groupIdOf, projectKeys, projectsKey, type ProjectKeys } from './similar-keys.js';
 import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './stored-grouping.js';
@@ -195,6 +195,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       ttlMs,
       project,
       MOST_DROPPED_PER_ENTER,
+      delivery.key === keyOfRecord(record.id) ? '' : delivery.key,
     );
     if (entered[0] === 'joined') {
       return readFacts(connection, project, keys, readStored(entered[1] as string)!);
@@ -297,11 +298,13 @@ function readEntry(
     // An entry of another version: it takes its place, and matches nothing.
     document = { hashes: new Uint32Array(), counts: new Uint8Array() };
   }
+  const recordId = values.get('r')?.toString() ?? '';
   return {
     id,
     at: Number(id.split('-')[0]),
-    key: values.get('k')?.toString() ?? '',
-    recordId: values.get('r')?.toString() ?? '',
+    // An entry keeps no key that is made of its record id.
+    key: values.get('k')?.toString() || keyOfRecord(recordId),
+    recordId,
     title: values.get('t')?.toString() ?? '',
     document,
   };

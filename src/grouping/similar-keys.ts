@@ -9,7 +9,7 @@
  */
 
 export interface ProjectKeys {
-  /** The stream of entries: k (delivery key), r (record id), t (title), d (compact document). */
+  /** The stream of entries: k (delivery key, '' when it is made of the record id), r (record id), t (title), d (compact document). */
   readonly docs: string;
   /** Delivery key -> its stored grouping (stored-grouping.ts), or `pending:<entry id>`. */
   readonly of: string;
