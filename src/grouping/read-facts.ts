@@ -5,7 +5,8 @@
  */
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts, SimilarMatchFact } from '../similar/similar-facts.js';
-import type { ProjectKeys } from './similar-keys.js';
+import { keyOfRecord } from '../webhooks/delivery.js';
+import { groupIdOf, type ProjectKeys } from './similar-keys.js';
 import { crossedWindows, type StoredGrouping } from './stored-grouping.js';
 
 /** An entry of the stream, as grouping reads it back. */
@@ -17,6 +18,7 @@ export interface EntryFields {
 
 export async function readFacts(
   connection: RedisConnection,
+  project: string,
   keys: ProjectKeys,
   stored: StoredGrouping,
   size = stored.s,
@@ -32,7 +34,11 @@ export async function readFacts(
     if (entry) matches.push({ ...entry, score: thousandths / 1000 });
   });
   return {
-    group: { id: stored.g, size, first: { key: stored.f[0], recordId: stored.f[1] } },
+    group: {
+      id: groupIdOf(project, stored.g),
+      size,
+      first: { key: stored.f[0], recordId: stored.f[1] },
+    },
     matches,
     crossed: crossedWindows(stored),
   };
@@ -60,5 +66,7 @@ export function entryFields(fields: readonly string[]): EntryFields {
     const at = fields.findIndex((field, i) => i % 2 === 0 && field === name);
     return at === -1 ? '' : (fields[at + 1] ?? '');
   };
-  return { key: read('k'), recordId: read('r'), title: read('t') };
+  // An entry keeps no key that is made of its record id.
+  const recordId = read('r');
+  return { key: read('k') || keyOfRecord(recordId), recordId, title: read('t') };
 }

@@ -2,7 +2,8 @@
   A delivery enters its project's stream (similar-grouping.ts), once.
   KEYS[1] the stream, KEYS[2] the `of` hash, KEYS[3] the groups zset, KEYS[4] the projects set.
   ARGV: 1 key base, 2 delivery key, 3 record id, 4 title, 5 compact document, 6 oldest entry id
-  kept (MINID), 7 most entries kept, 8 ttl ms, 9 project, 10 most entries dropped per call.
+  kept (MINID), 7 most entries kept, 8 ttl ms, 9 project, 10 most entries dropped per call, 11
+  the key as the entry keeps it: '' when it is made of the record id (keyOfRecord).
   Returns { 'joined', stored } for a delivery already grouped (a routing that runs again),
   { 'entered', entry id, dropped by count, dropped by age, the oldest entry id kept } otherwise; a delivery that entered
   before without joining (a crash in between) keeps its entry.
@@ -35,19 +36,22 @@ if not current then
     local tooMany = length >= keep
     if not tooOld and not tooMany then break end
     if tooOld then byAge = byAge + 1 else byCount = byCount + 1 end
-    local entryKey
+    local entryKey, recordId
     for i = 1, #fields, 2 do
       if fields[i] == 'k' then entryKey = fields[i + 1] end
+      if fields[i] == 'r' then recordId = fields[i + 1] end
     end
+    if entryKey == '' and recordId then entryKey = 'feedback.created:' .. recordId end
     if entryKey then
       local value = redis.call('HGET', of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
-        local stored = cjson.decode(value)
-        if stored.e == id then
+        -- The stored grouping (stored-grouping.ts): its entry id, then its group.
+        local e, g = string.match(value, '^([^|]*)|([^|]*)|')
+        if e == id then
           redis.call('HDEL', of, entryKey)
-          local members = base .. 'group:' .. stored.g
+          local members = base .. 'group:' .. g
           redis.call('ZREM', members, entryKey)
-          if redis.call('ZCARD', members) == 0 then redis.call('ZREM', groups, stored.g) end
+          if redis.call('ZCARD', members) == 0 then redis.call('ZREM', groups, g) end
         end
       elseif value == 'pending:' .. id then
         redis.call('HDEL', of, entryKey)
@@ -62,7 +66,7 @@ local id
 if current then
   id = string.sub(current, 9)
 else
-  id = redis.call('XADD', docs, '*', 'k', key, 'r', ARGV[3], 't', ARGV[4], 'd', ARGV[5])
+  id = redis.call('XADD', docs, '*', 'k', ARGV[11], 'r', ARGV[3], 't', ARGV[4], 'd', ARGV[5])
   redis.call('HSET', of, key, 'pending:' .. id)
 end
 redis.call('PEXPIRE', docs, ttl)

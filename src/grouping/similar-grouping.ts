@@ -29,16 +29,19 @@ import { documentTerms } from '../similar/document-terms.js';
 import { chooseGroup } from '../similar/grouping.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
 import { DEFAULT_MATCH_LIMIT, SimilarityIndex } from '../similar/similarity-index.js';
-import type { Delivery } from '../webhooks/delivery.js';
+import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import { readFacts, type EntryFields } from './read-facts.js';
 import { groupIdOf, projectKeys, projectsKey, type ProjectKeys } from './similar-keys.js';
-import { readStored, type StoredGrouping } from './stored-grouping.js';
+import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './stored-grouping.js';
 
 const ENTER = readFileSync(new URL('./similar-enter.lua', import.meta.url), 'utf8');
 const JOIN = readFileSync(new URL('./similar-join.lua', import.meta.url), 'utf8');
 
 /** Characters of a title kept in an entry: enough for a list of matches. */
 export const TITLE_CHARACTERS = 120;
+
+/** The first of no group: the join reads it only with a best match. */
+const NO_FIRST: readonly [string, string] = ['', ''];
 
 /** Entries read per round trip while catching up. */
 const CATCH_UP_BATCH = 500;
@@ -177,8 +180,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
           // As its own worker decides (below): the same matches, the same rule.
           const found = state.index.query(entry.document, DEFAULT_MATCH_LIMIT);
           group =
-            chooseGroup(found, (match) => state.groups[match.ordinal]!, threshold) ??
-            groupIdOf(project, entry.key);
+            chooseGroup(found, (match) => state.groups[match.ordinal]!, threshold) ?? entry.id;
         }
         if (!state.firsts.has(group)) {
           state.firsts.set(group, grouping?.f ?? [entry.key, entry.recordId]);
@@ -223,9 +225,10 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       ttlMs,
       project,
       MOST_DROPPED_PER_ENTER,
+      delivery.key === keyOfRecord(record.id) ? '' : delivery.key,
     );
     if (entered[0] === 'joined') {
-      return readFacts(connection, keys, readStored(entered[1] as string)!);
+      return readFacts(connection, project, keys, readStored(entered[1] as string)!);
     }
     const entryId = entered[1] as string;
     const oldestKept = entered[4] as string;
@@ -260,7 +263,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
         matches: found.map((match) => ({ ...current.entries[match.ordinal]!, score: match.score })),
         best: chosen ? current.entries[chosen.ordinal]! : undefined,
         bestGroup,
-        bestFirst: chosen ? (current.firsts.get(bestGroup) ?? ['', '']) : ['', ''],
+        bestFirst: (chosen && current.firsts.get(bestGroup)) || NO_FIRST,
       };
     });
 
@@ -273,18 +276,25 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
         entryId,
         t,
         ttlMs,
-        groupIdOf(project, delivery.key),
-        record.id,
+        entryId,
+        encodeFirst([delivery.key, record.id]),
         best?.key ?? '',
         bestGroup,
-        JSON.stringify(bestFirst),
-        JSON.stringify(matches.map((match) => [match.id, Math.round(match.score * 1000)])),
+        encodeFirst(bestFirst),
+        encodeMatches(
+          entryId,
+          matches.map((match) => [match.id, Math.round(match.score * 1000)]),
+        ),
         windowsJson,
       ),
     ) as StoredGrouping;
-    if (stored.e !== entryId) return readFacts(connection, keys, stored);
+    if (stored.e !== entryId) return readFacts(connection, project, keys, stored);
     return {
-      group: { id: stored.g, size: stored.s, first: { key: stored.f[0], recordId: stored.f[1] } },
+      group: {
+        id: groupIdOf(project, stored.g),
+        size: stored.s,
+        first: { key: stored.f[0], recordId: stored.f[1] },
+      },
       matches: matches.map(({ key, recordId, title, score }) => ({ key, recordId, title, score })),
       crossed: stored.c.map(([atLeast, withinMs]) => ({ atLeast, withinMs })),
     };
@@ -317,11 +327,13 @@ function readEntry(
     // An entry of another version: it takes its place, and matches nothing.
     document = { hashes: new Uint32Array(), counts: new Uint8Array() };
   }
+  const recordId = values.get('r')?.toString() ?? '';
   return {
     id,
     at: Number(id.split('-')[0]),
-    key: values.get('k')?.toString() ?? '',
-    recordId: values.get('r')?.toString() ?? '',
+    // An entry keeps no key that is made of its record id.
+    key: values.get('k')?.toString() || keyOfRecord(recordId),
+    recordId,
     title: values.get('t')?.toString() ?? '',
     document,
   };

@@ -133,15 +133,15 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
 
   const summaries = async (
     project: string,
-    found: readonly { id: string; lastAt: number }[],
+    found: readonly { group: string; lastAt: number }[],
     sinceMs: number,
     untilMs: number,
   ): Promise<(SimilarGroupSummary & { inWindow: number })[]> => {
     if (found.length === 0) return [];
     const keys = projectKeys(prefix, project);
     const pipeline = connection.pipeline();
-    for (const { id } of found) {
-      const members = groupMembersKey(keys, id);
+    for (const { group } of found) {
+      const members = groupMembersKey(keys, group);
       pipeline.zcard(members);
       pipeline.zcount(members, `(${sinceMs}`, '+inf');
       pipeline.zrevrangebyscore(
@@ -154,45 +154,52 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         MOST_ARRIVALS_COUNTED,
       );
       pipeline.zrangebyscore(members, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1);
-      pipeline.hget(keys.of, readGroupId(id)?.firstKey ?? '');
     }
     const answers = results(await pipeline.exec());
-    const firsts = found.map((_, i) => {
-      const stored = readStored(answers[i * 5 + 4] as string | null);
-      const oldest = answers[i * 5 + 3] as string[];
-      return stored
-        ? { key: readGroupId(found[i]!.id)!.firstKey, entry: stored.e, at: stored.t }
-        : { key: oldest[0] ?? '', entry: undefined, at: Number(oldest[1] ?? 0) };
-    });
-    const ofOldest = await connection.hmget(keys.of, ...firsts.map((first) => first.key));
-    const entries = await readEntries(
+    // A group's id within its project is its first delivery's entry id.
+    const firstEntries = await readEntries(
       connection,
       keys,
-      firsts.map((first, i) => first.entry ?? readStored(ofOldest[i])?.e ?? '0-0'),
+      found.map(({ group }) => group.replace(/\.d$/, '')),
     );
+    // A first whose entry is gone (past the age or the count): the oldest member kept stands for it.
+    const firstKeys = found.map(
+      (_, i) => firstEntries[i]?.key ?? (answers[i * 4 + 3] as string[])[0] ?? '',
+    );
+    const stored = (await connection.hmget(keys.of, ...firstKeys)).map((value) =>
+      readStored(value),
+    );
+    const standIns = firstEntries.some((entry) => entry === undefined)
+      ? await readEntries(
+          connection,
+          keys,
+          stored.map((value, i) => (firstEntries[i] ? '0-0' : (value?.e ?? '0-0'))),
+        )
+      : [];
     const bucketMs = Math.max(1, (untilMs - sinceMs) / ARRIVAL_BUCKETS);
-    return found.map(({ id, lastAt }, i) => {
+    return found.map(({ group, lastAt }, i) => {
       const arrivals = new Array<number>(ARRIVAL_BUCKETS).fill(0);
-      const scored = answers[i * 5 + 2] as string[];
+      const scored = answers[i * 4 + 2] as string[];
       for (let s = 1; s < scored.length; s += 2) {
         const bucket = Math.floor((Number(scored[s]) - sinceMs) / bucketMs);
         const at = Math.min(ARRIVAL_BUCKETS - 1, Math.max(0, bucket));
         arrivals[at] = (arrivals[at] ?? 0) + 1;
       }
-      const first = firsts[i]!;
+      const entry = firstEntries[i] ?? standIns[i];
+      const oldest = answers[i * 4 + 3] as string[];
       return {
-        id,
+        id: groupIdOf(project, group),
         project,
-        size: Number(answers[i * 5]),
+        size: Number(answers[i * 4]),
         first: {
-          key: first.key,
-          recordId: entries[i]?.recordId ?? '',
-          title: entries[i]?.title ?? '',
-          at: first.at,
+          key: firstKeys[i]!,
+          recordId: entry?.recordId ?? '',
+          title: entry?.title ?? '',
+          at: stored[i]?.t ?? Number(oldest[1] ?? 0),
         },
         lastAt,
         arrivals,
-        inWindow: Number(answers[i * 5 + 1]),
+        inWindow: Number(answers[i * 4 + 1]),
       };
     });
   };
@@ -225,9 +232,9 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         await Promise.all(
           projects.map((name, p) => {
             const scored = answers[p] as string[];
-            const found: { id: string; lastAt: number }[] = [];
+            const found: { group: string; lastAt: number }[] = [];
             for (let i = 0; i + 1 < scored.length; i += 2) {
-              found.push({ id: scored[i]!, lastAt: Number(scored[i + 1]) });
+              found.push({ group: scored[i]!, lastAt: Number(scored[i + 1]) });
             }
             return summaries(name, found, sinceMs, untilMs);
           }),
@@ -247,17 +254,17 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const parsed = readGroupId(id);
       if (!parsed) return undefined;
       const keys = projectKeys(prefix, parsed.project);
-      const lastAt = await connection.zscore(keys.groups, id);
+      const lastAt = await connection.zscore(keys.groups, parsed.group);
       if (lastAt === null) return undefined;
       const untilMs = now();
       const [summary] = await summaries(
         parsed.project,
-        [{ id, lastAt: Number(lastAt) }],
+        [{ group: parsed.group, lastAt: Number(lastAt) }],
         untilMs - DAY_MS,
         untilMs,
       );
       const scored = await connection.zrevrange(
-        groupMembersKey(keys, id),
+        groupMembersKey(keys, parsed.group),
         0,
         MOST_GROUP_DELIVERIES - 1,
         'WITHSCORES',
@@ -291,7 +298,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       if (!found || !stored) return undefined;
       const keys = projectKeys(prefix, found.project);
       const size = await connection.zcard(groupMembersKey(keys, stored.g));
-      return readFacts(connection, keys, stored, size);
+      return readFacts(connection, found.project, keys, stored, size);
     },
 
     async detach(key, project) {
@@ -304,7 +311,6 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         keys.docs,
         keys.base,
         key,
-        groupIdOf(found.project, key),
         String(options.ttlSeconds * 1000),
       );
     },

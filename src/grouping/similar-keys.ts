@@ -1,16 +1,19 @@
 /**
  * Where grouping keeps a project's deliveries in Redis. Every key of one project shares one hash
- * tag (the project id in braces), so a script can touch them together on a cluster too. A
- * group's id says which project it is of and which delivery started it, so a reader finds it
- * from the id alone, and it is URL-safe: base64url of the project, a dot, base64url of the key.
+ * tag (the project id in braces), so a script can touch them together on a cluster too.
+ *
+ * A group is known within its project by its first delivery's stream entry id (short: it is
+ * stored once per delivery and per member); the group an operator detaches a group's first
+ * delivery into has `.d` after it. Its public id adds the project, so a reader finds it from the
+ * id alone, and is URL-safe: base64url of the project, a dot, the group's id within the project.
  */
 
 export interface ProjectKeys {
-  /** The stream of entries: k (delivery key), r (record id), t (title), d (compact document). */
+  /** The stream of entries: k (delivery key, '' when it is made of the record id), r (record id), t (title), d (compact document). */
   readonly docs: string;
-  /** Delivery key -> its stored grouping (StoredGrouping, JSON), or `pending:<entry id>`. */
+  /** Delivery key -> its stored grouping (stored-grouping.ts), or `pending:<entry id>`. */
   readonly of: string;
-  /** The project's groups, scored by their last arrival (ms). */
+  /** The project's groups (their ids within the project), scored by their last arrival (ms). */
   readonly groups: string;
   /** Prefix of each group's members (a sorted set scored by arrival ms) and window markers. */
   readonly base: string;
@@ -27,24 +30,20 @@ export function projectsKey(prefix: string): string {
   return `${prefix}:similar:projects`;
 }
 
-export function groupMembersKey(keys: ProjectKeys, groupId: string): string {
-  return `${keys.base}group:${groupId}`;
+/** A group's members; `group` is its id within the project. */
+export function groupMembersKey(keys: ProjectKeys, group: string): string {
+  return `${keys.base}group:${group}`;
 }
 
-/**
- * A group's id: its project and its first delivery's key, each base64url, joined by a dot. The
- * group an operator detaches a group's first delivery into has `.d` after it.
- */
-export function groupIdOf(project: string, firstKey: string): string {
-  return `${toBase64Url(project)}.${toBase64Url(firstKey)}`;
+/** A group's public id: its project, base64url, a dot, and its id within the project. */
+export function groupIdOf(project: string, group: string): string {
+  return `${toBase64Url(project)}.${group}`;
 }
 
-/** The project and first key a group id is made of; undefined for an id of no group. */
-export function readGroupId(id: string): { project: string; firstKey: string } | undefined {
-  const parts = /^([A-Za-z0-9_-]*)\.([A-Za-z0-9_-]+)(?:\.d)?$/.exec(id);
-  return parts
-    ? { project: fromBase64Url(parts[1]!), firstKey: fromBase64Url(parts[2]!) }
-    : undefined;
+/** The project and id within it that a public group id is made of; undefined for no group's. */
+export function readGroupId(id: string): { project: string; group: string } | undefined {
+  const parts = /^([A-Za-z0-9_-]*)\.(\d+-\d+(?:\.d)?)$/.exec(id);
+  return parts ? { project: fromBase64Url(parts[1]!), group: parts[2]! } : undefined;
 }
 
 function toBase64Url(text: string): string {

@@ -117,7 +117,7 @@ describe('SimilarGrouper', () => {
     ];
     hostile.forEach((record, i) => {
       const outcome = grouper.add(`h${i}`, record);
-      expect(encodeCompactDocument(outcome.document).byteLength).toBeLessThanOrEqual(402);
+      expect(encodeCompactDocument(outcome.document).byteLength).toBeLessThanOrEqual(322);
     });
     expect(grouper.add('h3', { description: '支付按钮不工作' }).matches[0]?.id).toBe('h1');
   });
@@ -136,19 +136,22 @@ describe('SimilarityIndex', () => {
 });
 
 describe('compact documents', () => {
-  it('round-trip through bytes of at most 402', () => {
+  it('round-trip through bytes of at most 322, each hash in 24 bits', () => {
     const grouper = new SimilarGrouper();
     for (const { record } of rows) {
       const { document } = grouper.add(record.id, record);
       const bytes = encodeCompactDocument(document);
-      expect(bytes.byteLength).toBeLessThanOrEqual(402);
+      expect(bytes.byteLength).toBeLessThanOrEqual(322);
+      expect(document.hashes.every((hash) => hash < 2 ** 24)).toBe(true);
       expect(decodeCompactDocument(bytes)).toEqual(document);
     }
   });
 
   it('refuses bytes of another format', () => {
-    expect(() => decodeCompactDocument(new Uint8Array([2, 0]))).toThrow(RangeError);
-    expect(() => decodeCompactDocument(new Uint8Array([1, 3, 0]))).toThrow(RangeError);
+    expect(() => decodeCompactDocument(new Uint8Array([3, 0]))).toThrow(RangeError);
+    // The first version: 32-bit hashes.
+    expect(() => decodeCompactDocument(new Uint8Array([1, 1, 0, 0, 0, 0, 4]))).toThrow(RangeError);
+    expect(() => decodeCompactDocument(new Uint8Array([2, 3, 0]))).toThrow(RangeError);
   });
 });
 

@@ -2,21 +2,21 @@ import { describe, expect, it } from 'vitest';
 import { groupIdOf, projectKeys, readGroupId } from '../../../src/grouping/similar-keys.js';
 
 describe('grouping keys and group ids', () => {
-  it('reads back the project and first key a group id is made of, odd characters included', () => {
-    for (const [project, key] of [
-      ['prj_shop', 'feedback.created:fb_1'],
-      ['', 'msg_1'],
-      ['{tag}', 'ключ/🙈 :.'],
+  it('reads back the project and group a public group id is made of, odd characters included', () => {
+    for (const [project, group] of [
+      ['prj_shop', '1764150000000-0'],
+      ['', '1764150000000-12'],
+      ['{tag}', '1764150000000-3.d'],
+      ['ключ/🙈 :.', '0-1'],
     ] as const) {
-      const id = groupIdOf(project, key);
-      expect(id).toMatch(/^[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+$/);
-      expect(readGroupId(id)).toEqual({ project, firstKey: key });
-      expect(readGroupId(`${id}.d`)).toEqual({ project, firstKey: key });
+      const id = groupIdOf(project, group);
+      expect(id).toMatch(/^[A-Za-z0-9_-]*\.[0-9-]+(\.d)?$/);
+      expect(readGroupId(id)).toEqual({ project, group });
     }
   });
 
   it('reads no group from an id of none', () => {
-    for (const id of ['', 'abc', 'a.b.c', 'a b.c', '../x', 'a.b.e']) {
+    for (const id of ['', 'abc', 'a.b.c', 'a b.c', '../x', 'a.1-0.e', 'a.1-0.d.d', 'a.b-0']) {
       expect(readGroupId(id)).toBeUndefined();
     }
   });

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import {
+  encodeFirst,
+  encodeMatches,
+  readStored,
+  type StoredGrouping,
+} from '../../../src/grouping/stored-grouping.js';
+
+/** What the join script writes (similar-join.lua), from its parts. */
+function stored(grouping: StoredGrouping): string {
+  return [
+    grouping.e,
+    grouping.g,
+    grouping.s,
+    grouping.t,
+    grouping.c.map(([atLeast, within]) => `${atLeast}:${within}`).join(','),
+    encodeMatches(grouping.e, grouping.m),
+    encodeFirst(grouping.f),
+  ].join('|');
+}
+
+describe('a stored grouping', () => {
+  it('reads back what was stored, odd record ids and keys included', () => {
+    const groupings: StoredGrouping[] = [
+      {
+        e: '1764150000000-3',
+        g: '1764140000000-0',
+        s: 7,
+        t: 1764150000123,
+        c: [
+          [5, 3_600_000],
+          [2, 60_000],
+        ],
+        m: [
+          ['1764149999000-0', 830],
+          ['1764150000000-1', 1000],
+          ['1700000000000-12', 0],
+        ],
+        f: ['feedback.created:fb_1', 'fb_1'],
+      },
+      {
+        e: '5-0',
+        g: '5-0.d',
+        s: 1,
+        t: 5,
+        c: [],
+        m: [],
+        f: ['msg|1:ключ 🙈', 'id|with:bars ключ'],
+      },
+    ];
+    for (const grouping of groupings) expect(readStored(stored(grouping))).toEqual(grouping);
+  });
+
+  it('keeps a key made of the record id as the record id alone', () => {
+    expect(encodeFirst(['feedback.created:fb_1', 'fb_1'])).toBe('4:fb_1');
+    expect(encodeFirst(['msg_1', 'fb_1'])).toBe('4:fb_1msg_1');
+  });
+
+  it('reads nothing from a pending delivery or a value of another shape', () => {
+    for (const value of [null, undefined, 'pending:1-0', '{"e":"1-0"}', '1-0|1-0|x|1|||0:']) {
+      expect(readStored(value)).toBeUndefined();
+    }
+  });
+});
