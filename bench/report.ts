@@ -417,32 +417,14 @@ export function renderTriageReport(
     '',
     triageTable(input.triage),
   ].join('\n');
-  const markdown = [
-    '# Benchmarks: auto-triage only',
-    '',
-    `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench -- --only triage${input.quick ? ' --quick' : ''}\` ` +
-      `on Node ${input.node}, ${input.cores} cores (${input.cpu}), in ${input.minutes.toFixed(1)} minutes.`,
-    '',
-    summary,
-    '',
-  ].join('\n');
-  return { summary, markdown };
+  return sectionReport(input, 'triage', 'auto-triage only', summary);
 }
 
 export function renderConsoleReport(
   input: Pick<ReportInput, 'date' | 'node' | 'cores' | 'cpu' | 'minutes' | 'quick' | 'console'>,
 ): { summary: string; markdown: string } {
   const summary = consoleTable(input.console);
-  const markdown = [
-    '# Benchmarks: the console beside intake only',
-    '',
-    `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench -- --only console${input.quick ? ' --quick' : ''}\` ` +
-      `on Node ${input.node}, ${input.cores} cores (${input.cpu}), in ${input.minutes.toFixed(1)} minutes.`,
-    '',
-    summary,
-    '',
-  ].join('\n');
-  return { summary, markdown };
+  return sectionReport(input, 'console', 'the console beside intake only', summary);
 }
 
 function memoryTable({ receiver: { memory } }: ReportInput): string {
@@ -522,19 +504,29 @@ export function renderSimilarReport(
       `The worker's paired ratio to bare BullMQ: ${pairedRatio(similar.ratio.off)} with SIMILAR=off, ` +
       `${pairedRatio(similar.ratio.on)} with grouping on (its deliveries all alike: one group).`,
   ].join('\n');
+  return sectionReport(input, 'similar', 'similar feedback only', summary);
+}
+
+/** A paired ratio; none when bare BullMQ drained nine tenths before the worker drained a tenth. */
+function pairedRatio(ratio: number): string {
+  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'under 0.11x (too slow to pair)';
+}
+
+/** The report of one `--only` section: a title, how and where it was measured, the section. */
+function sectionReport(
+  input: Pick<ReportInput, 'date' | 'node' | 'cores' | 'cpu' | 'minutes' | 'quick'>,
+  only: string,
+  title: string,
+  summary: string,
+): { summary: string; markdown: string } {
   const markdown = [
-    '# Benchmarks: similar feedback only',
+    `# Benchmarks: ${title}`,
     '',
-    `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench -- --only similar${input.quick ? ' --quick' : ''}\` ` +
+    `Measured ${input.date.toISOString().slice(0, 10)} by \`npm run bench -- --only ${only}${input.quick ? ' --quick' : ''}\` ` +
       `on Node ${input.node}, ${input.cores} cores (${input.cpu}), in ${input.minutes.toFixed(1)} minutes.`,
     '',
     summary,
     '',
   ].join('\n');
   return { summary, markdown };
-}
-
-/** A paired ratio; none when bare BullMQ drained nine tenths before the worker drained a tenth. */
-function pairedRatio(ratio: number): string {
-  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'under 0.11x (too slow to pair)';
 }

@@ -173,7 +173,6 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       const entries = read.map(([id, fields]) => readEntry(id.toString(), fields));
       const stored = await connection.hmget(keys.of, ...entries.map((entry) => entry.key));
       entries.forEach((entry, i) => {
-        if (state.ordinalOf.has(entry.id)) return; // read already: each entry once
         const grouping = readStored(stored[i]);
         let group = grouping?.g;
         if (group === undefined) {

@@ -68,6 +68,20 @@ function keysOf() {
   return projectKeys(env.prefix, PROJECT);
 }
 
+/** Grouping as a worker does it, on a connection of the test's own; `options` change the defaults. */
+function directGrouping(options: Partial<Parameters<typeof createSimilarGrouping>[0]> = {}) {
+  return createSimilarGrouping({
+    connection: workerConnection(),
+    prefix: env.prefix,
+    threshold: DEFAULT_SIMILAR_THRESHOLD,
+    keep: 100_000,
+    ttlSeconds: 3600,
+    windows: [],
+    logger: createLogger({ level: 'silent' }),
+    ...options,
+  });
+}
+
 describe('grouping similar feedback in routing', () => {
   it('puts similar reports routed at once by two workers in one group, each counted once', async () => {
     const seen = new Map<string, SimilarFacts | undefined>();
@@ -97,16 +111,7 @@ describe('grouping similar feedback in routing', () => {
 
   it('counts a delivery once and keeps its group when its routing runs again', async () => {
     const logger = createLogger({ level: 'silent' });
-    const grouping = () =>
-      createSimilarGrouping({
-        connection: workerConnection(),
-        prefix: env.prefix,
-        threshold: DEFAULT_SIMILAR_THRESHOLD,
-        keep: 100_000,
-        ttlSeconds: 3600,
-        windows: [],
-        logger,
-      });
+    const grouping = () => directGrouping({ logger });
     const [one, two] = [grouping(), grouping()];
     const delivery = (n: number): Delivery => ({
       key: `feedback.created:fb_pay_${n}`,
@@ -170,15 +175,7 @@ describe('grouping similar feedback in routing', () => {
     expect((await groups.get(before.group.id))!.size).toBe(2);
     expect((await groups.get(before.group.id))!.first.key).toBe(deliveries[0]!.key);
 
-    const rerun = await createSimilarGrouping({
-      connection: env.connection,
-      prefix: env.prefix,
-      threshold: DEFAULT_SIMILAR_THRESHOLD,
-      keep: 100_000,
-      ttlSeconds: 3600,
-      windows: [],
-      logger: createLogger({ level: 'silent' }),
-    }).group(third);
+    const rerun = await directGrouping({ connection: env.connection }).group(third);
     expect(rerun.group.id).toBe(alone.group.id);
     expect(await groups.detach(third.key)).toBe('alone');
     expect(await groups.detach('feedback.created:nobody')).toBe('not-found');
@@ -249,15 +246,7 @@ describe('grouping similar feedback in routing', () => {
       .trim()
       .split('\n')
       .map((line) => (JSON.parse(line) as { record: FeedbackRecord }).record);
-    const grouping = createSimilarGrouping({
-      connection: workerConnection(),
-      prefix: env.prefix,
-      threshold: DEFAULT_SIMILAR_THRESHOLD,
-      keep: 100_000,
-      ttlSeconds: 3600,
-      windows: [],
-      logger: createLogger({ level: 'silent' }),
-    });
+    const grouping = directGrouping();
     const inMemory = new SimilarGrouper();
     const firstKeys: string[] = [];
     const expected: string[] = [];
@@ -280,15 +269,7 @@ describe('grouping similar feedback in routing', () => {
   });
 
   it('fires a crossing once when a delivery joins after later ones (out of arrival order)', async () => {
-    const grouping = createSimilarGrouping({
-      connection: workerConnection(),
-      prefix: env.prefix,
-      threshold: DEFAULT_SIMILAR_THRESHOLD,
-      keep: 100_000,
-      ttlSeconds: 3600,
-      windows: [{ atLeast: 5, withinMs: 60_000 }],
-      logger: createLogger({ level: 'silent' }),
-    });
+    const grouping = directGrouping({ windows: [{ atLeast: 5, withinMs: 60_000 }] });
     // Received 100 ms apart; the third joins after the sixth (a retry, a slow worker).
     const start = Date.now();
     const arrivals = [1, 2, 4, 5, 6, 3, 7];
@@ -307,16 +288,8 @@ describe('grouping similar feedback in routing', () => {
   });
 
   it('reads each entry once while its index is built again under concurrent routings', async () => {
-    const grouping = createSimilarGrouping({
-      connection: workerConnection(),
-      prefix: env.prefix,
-      threshold: DEFAULT_SIMILAR_THRESHOLD,
-      // A small bound, so that the index is built again and again.
-      keep: 20,
-      ttlSeconds: 3600,
-      windows: [],
-      logger: createLogger({ level: 'silent' }),
-    });
+    // A small bound, so that the index is built again and again.
+    const grouping = directGrouping({ keep: 20 });
     const facts: SimilarFacts[] = [];
     const titles = ['Pay button grey', 'Cannot log in', 'Dark mode broken', 'Search is slow'];
     // Eight routings in flight at every moment, as a worker's concurrency keeps them.
