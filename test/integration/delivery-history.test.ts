@@ -160,7 +160,10 @@ describe('the delivery history', () => {
   });
   it('lists a delivery once however many of its runs failed, and holds the newest outcome', async () => {
     const eve = delivery({ id: 'fb_h5', title: 'Twice unlucky' });
-    const at = (ms: number) => new Date(Date.now() + ms).toISOString();
+    // One clock reading, and each line's time given from it: read again per line, the clock of a
+    // busy machine moves between readings, and `at(1)` read late equals or passes `at(2)`.
+    const base = Date.now();
+    const at = (ms: number) => new Date(base + ms).toISOString();
     writer.routed(eve, 'job-5', ['a', 'b']);
     writer.finished(eve, 'a', { state: 'failed', at: at(0), reason: 'a said no' });
     writer.finished(eve, 'b', { state: 'failed', at: at(0), reason: 'b said no' });
@@ -168,6 +171,9 @@ describe('the delivery history', () => {
     // A worker that was slow to write: its older outcome does not win over the newer one.
     writer.finished(eve, 'b', { state: 'completed', at: at(2) });
     writer.finished(eve, 'b', { state: 'failed', at: at(1), reason: 'late line' });
+    // Two outcomes of one millisecond: the line written last holds.
+    writer.finished(eve, 'c', { state: 'completed', at: at(3) });
+    writer.finished(eve, 'c', { state: 'failed', at: at(3), reason: 'c said no last' });
     await writer.close();
     const failed = await ids({ ...page, state: 'failed' });
     expect(failed.filter((id) => id === 'fb_h5')).toEqual(['fb_h5']);
@@ -175,6 +181,7 @@ describe('the delivery history', () => {
     expect((await history.byKey(eve.key))?.outcomes).toMatchObject({
       a: { state: 'failed', reason: 'a said no again' },
       b: { state: 'completed' },
+      c: { state: 'failed', reason: 'c said no last' },
     });
   });
 });
