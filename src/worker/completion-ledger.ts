@@ -91,6 +91,11 @@ export interface CompletionLedgerOptions {
   readonly mostHeld?: number;
   /** Longest a success is held after its handler returned. Default: HOLD_AT_MOST_MS. */
   readonly holdAtMostMs?: number;
+  /**
+   * The clock successes age by (the age bound, the sweep, a delivery's expiry), in milliseconds
+   * since the epoch; tests pass their own, so runs recorded together are one age, and age when told.
+   */
+  readonly now?: () => number;
 }
 
 /** How long closing waits for the last markers to be written. */
@@ -138,6 +143,7 @@ export function createCompletionLedger({
   confirmWithinMs = 5_000,
   mostHeld = MOST_HELD,
   holdAtMostMs = HOLD_AT_MOST_MS,
+  now: clock = Date.now,
 }: CompletionLedgerOptions): CompletionLedger {
   const replicated = acks !== undefined && acks.replicas > 0;
   const markers = replicated ? duplicateConnection(connection) : connection;
@@ -174,7 +180,7 @@ export function createCompletionLedger({
     (success.stage === 'written' && success.generation !== generation);
 
   /** Lets go of what was held too long, and says how many it let go before it was safe. */
-  const prune = (now = Date.now()) => {
+  const prune = (now = clock()) => {
     // In the order the handlers returned: the first one young enough ends the search.
     for (const [key, success] of held) {
       if (success.since + holdAtMostMs > now) break;
@@ -197,7 +203,7 @@ export function createCompletionLedger({
    */
   const writeMarkers = async () => {
     prune();
-    const now = Date.now();
+    const now = clock();
     const toWrite: [string, Held][] = [];
     for (const [key, success] of held) {
       // A delivery no longer remembered needs no marker: it would be a new delivery now.
@@ -284,7 +290,7 @@ export function createCompletionLedger({
   // worker's own connection cut): a success BullMQ has not confirmed for a while gets its marker,
   // before the job's lock can expire and another worker take it up.
   const sweep = setInterval(() => {
-    const before = Date.now() - confirmWithinMs;
+    const before = clock() - confirmWithinMs;
     let late = 0;
     for (const success of held.values()) {
       if (success.stage !== 'unconfirmed' || success.since > before) continue;
@@ -308,7 +314,7 @@ export function createCompletionLedger({
       }
       held.set(successKey, {
         jobId,
-        since: Date.now(),
+        since: clock(),
         expiresAt: receivedAt + ttlSeconds * 1000,
         stage: 'unconfirmed',
         generation,
