@@ -54,8 +54,9 @@ function grouping(now: () => number = Date.now) {
 function reader() {
   const counted = connection();
   let commands = 0;
-  const send = counted.sendCommand.bind(counted);
-  counted.sendCommand = ((...args: Parameters<typeof send>) => {
+  // Every command, a pipeline's included, goes through sendCommand.
+  const send = counted.sendCommand.bind(counted) as (...args: unknown[]) => unknown;
+  counted.sendCommand = ((...args: unknown[]) => {
     commands += 1;
     return send(...args);
   }) as typeof counted.sendCommand;
@@ -103,7 +104,7 @@ function lone(project: string, n: number): FeedbackRecord {
 describe('the projects grouping keeps', () => {
   it('are scored by their last entry, and one idle past the ttl is let go', async () => {
     await grouping().group(delivery(lone('prj_old', 0)));
-    const scored = await env.connection.zrange(projectsKey(env.prefix), 0, -1, 'WITHSCORES');
+    const scored = await env.connection.zrange(projectsKey(env.prefix), '0', '-1', 'WITHSCORES');
     expect(scored[0]).toBe('prj_old');
     expect(Math.abs(Number(scored[1]) - Date.now())).toBeLessThan(60_000);
     expect(await env.connection.pttl(projectsKey(env.prefix))).toBeGreaterThan(0);
@@ -111,14 +112,17 @@ describe('the projects grouping keeps', () => {
     // Two ttls later, another project's delivery: the idle one is gone from the key.
     const later = () => Date.now() + 2 * TTL_SECONDS * 1000;
     await grouping(later).group(delivery(lone('prj_new', 0)));
-    expect(await env.connection.zrange(projectsKey(env.prefix), 0, -1)).toEqual(['prj_new']);
+    expect(await env.connection.zrange(projectsKey(env.prefix), '0', '-1')).toEqual(['prj_new']);
   });
 
   it('are read the most recently active first, at most MOST_PROJECTS_SEARCHED, saying so', async () => {
     await grouping().group(delivery(lone('prj_live', 0)));
     // Many projects were active before it (written as the enter script writes them).
     const before = Date.now() - 60_000;
-    const idle = Array.from({ length: MOST_PROJECTS_SEARCHED }, (_, n) => [before + n, `prj_${n}`]);
+    const idle = Array.from({ length: MOST_PROJECTS_SEARCHED }, (_, n) => [
+      String(before + n),
+      `prj_${n}`,
+    ]);
     await env.connection.zadd(projectsKey(env.prefix), ...idle.flat());
     const { groups, logs } = reader();
 
