@@ -87,6 +87,9 @@ export function openAdminConsole(
   const runs = createRunReader(deliveries, runQueues);
   const history = createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds });
   const markers = { connection, prefix };
+  const similarGroups = config.similar
+    ? createSimilarGroups({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds, logger })
+    : undefined;
   const bulk = createBulkActions({
     connection,
     prefix,
@@ -95,6 +98,7 @@ export function openAdminConsole(
     runQueues,
     markers,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
+    similarFacts: similarGroups?.asRouted,
   });
   return {
     admin: {
@@ -114,9 +118,7 @@ export function openAdminConsole(
         queues,
         readStats: () => readDeliveryStats(connection, prefix),
         traceUrlTemplate: config.traceUrlTemplate,
-        similarGroups: config.similar
-          ? createSimilarGroups({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds })
-          : undefined,
+        similarGroups,
       },
     },
     queues,

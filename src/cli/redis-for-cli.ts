@@ -42,6 +42,9 @@ export async function withQueues<T>(
     await waitForRedis(connection, config.redisUrl, { refusedForMs: REFUSED_FOR_MS });
     const prefix = config.queuePrefix;
     const markers = { connection, prefix };
+    const similarGroups = config.similar
+      ? createSimilarGroups({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds })
+      : undefined;
     return await use({
       deadLetter: createDeadLetter({ runQueues, deliveries: deliveries.queue, markers }),
       bulk: createBulkActions({
@@ -52,11 +55,10 @@ export async function withQueues<T>(
         runQueues,
         markers,
         dedupeTtlSeconds: config.dedupeTtlSeconds,
+        similarFacts: similarGroups?.asRouted,
       }),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
-      similarGroups: config.similar
-        ? createSimilarGroups({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds })
-        : undefined,
+      similarGroups,
       moveLegacyRuns: (options) =>
         moveLegacyRuns({
           ...options,

@@ -1,6 +1,7 @@
 --[[
   A delivery enters its project's stream (similar-grouping.ts), once.
-  KEYS[1] the stream, KEYS[2] the `of` hash, KEYS[3] the groups zset, KEYS[4] the projects set.
+  KEYS[1] the stream, KEYS[2] the `of` hash, KEYS[3] the groups zset, KEYS[4] the active projects (a
+  sorted set: project -> last entry ms, trimmed past the ttl, so it is bounded by age).
   ARGV: 1 key base, 2 delivery key, 3 record id, 4 title, 5 compact document, 6 oldest entry id
   kept (MINID), 7 most entries kept, 8 ttl ms, 9 project, 10 most entries dropped per call, 11
   the key as the entry keeps it: '' when it is made of the record id (keyOfRecord).
@@ -71,6 +72,10 @@ else
 end
 redis.call('PEXPIRE', docs, ttl)
 redis.call('PEXPIRE', of, ttl)
-redis.call('SADD', projects, ARGV[9])
+-- The project is active now (the clock of ARGV 6 plus the ttl); those idle past the ttl go.
+local minMs = string.match(minId, '^(-?%d+)')
+redis.call('ZADD', projects, tonumber(minMs) + ttl, ARGV[9])
+redis.call('ZREMRANGEBYSCORE', projects, '-inf', '(' .. minMs)
+redis.call('PEXPIRE', projects, ttl)
 local oldest = redis.call('XRANGE', docs, '-', '+', 'COUNT', 1)[1][1]
 return { 'entered', id, byCount, byAge, oldest }

@@ -4,6 +4,7 @@
  * delivery out of its group. Every read is bounded: a page of groups, a page of deliveries.
  */
 import { readFileSync } from 'node:fs';
+import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import { readEntries, readFacts } from './read-facts.js';
@@ -24,8 +25,18 @@ export const ARRIVAL_BUCKETS = 24;
 /** Most groups `list` returns. */
 export const MOST_LISTED_GROUPS = 200;
 
-/** Projects looked through for a delivery whose project is not given. */
+/**
+ * Projects looked through, the most recently active first: for a delivery whose project is not
+ * given, and for the groups of every project. Beyond it, the reader says it left some out.
+ */
 export const MOST_PROJECTS_SEARCHED = 1_000;
+
+/**
+ * Groups `list` weighs per group it returns: the most recently active of the window, shared
+ * among the projects. Weighing a group is two counts; only the chosen are read in detail, so a
+ * list costs in proportion to its limit, however many groups the window holds.
+ */
+export const GROUPS_WEIGHED_PER_LISTED = 10;
 
 /** Members of a group read to count its arrivals over a window; beyond it, the newest are. */
 export const MOST_ARRIVALS_COUNTED = 1_000;
@@ -86,6 +97,12 @@ export interface SimilarGroups {
    */
   ofDelivery(key: string, project?: string): Promise<SimilarFacts | undefined>;
   /**
+   * The facts as its runs saw them at its routing (the group's size when it joined, and the
+   * windows its arrival crossed), for a run an operator adds later: the same facts, not a new
+   * crossing. Undefined as for `ofDelivery`.
+   */
+  asRouted(key: string, project?: string): Promise<SimilarFacts | undefined>;
+  /**
    * Takes the delivery out of its group: it becomes a group of its own, and stays one when its
    * routing runs again. 'alone' when it already was; 'not-found' when grouping does not know it.
    */
@@ -98,6 +115,8 @@ export interface SimilarGroupsOptions {
   readonly prefix: string;
   /** DEDUPE_TTL_SECONDS: how long a detached group is kept. */
   readonly ttlSeconds: number;
+  /** Where the reader says it left projects or groups out. */
+  readonly logger?: Logger | undefined;
   /** The clock, for tests. */
   readonly now?: () => number;
 }
@@ -114,12 +133,28 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
   const connection = options.connection as Scripted;
   connection.defineCommand('similarDetach', { numberOfKeys: 3, lua: DETACH });
 
+  /** The projects active since `sinceMs` (and within the ttl), the most recently active first. */
+  const activeProjects = async (sinceMs: number): Promise<string[]> => {
+    const from = Math.max(sinceMs, now() - options.ttlSeconds * 1000);
+    const projects = await connection.zrevrangebyscore(
+      projectsKey(prefix),
+      '+inf',
+      `(${from}`,
+      'LIMIT',
+      0,
+      MOST_PROJECTS_SEARCHED + 1,
+    );
+    if (projects.length <= MOST_PROJECTS_SEARCHED) return projects;
+    options.logger?.warn(
+      { most: MOST_PROJECTS_SEARCHED },
+      'similar: more projects are active than the console looks through; the least recently active are left out',
+    );
+    return projects.slice(0, MOST_PROJECTS_SEARCHED);
+  };
+
   /** The projects to look through for a delivery, and its stored grouping in the first. */
   const find = async (key: string, project: string | undefined) => {
-    const projects =
-      project !== undefined
-        ? [project]
-        : (await connection.smembers(projectsKey(prefix))).slice(0, MOST_PROJECTS_SEARCHED);
+    const projects = project !== undefined ? [project] : await activeProjects(-Infinity);
     if (projects.length === 0) return undefined;
     const pipeline = connection.pipeline();
     for (const name of projects) pipeline.hget(projectKeys(prefix, name).of, key);
@@ -207,47 +242,75 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
   return {
     async list({ sinceMs, project, limit = MOST_LISTED_GROUPS }) {
       const most = Math.max(0, Math.min(limit, MOST_LISTED_GROUPS));
-      const projects =
-        project !== undefined
-          ? [project]
-          : (await connection.smembers(projectsKey(prefix)))
-              .sort()
-              .slice(0, MOST_PROJECTS_SEARCHED);
-      if (projects.length === 0 || most === 0) return [];
-      const pipeline = connection.pipeline();
-      for (const name of projects) {
-        pipeline.zrevrangebyscore(
-          projectKeys(prefix, name).groups,
-          '+inf',
-          `(${sinceMs}`,
-          'WITHSCORES',
-          'LIMIT',
-          0,
-          most,
+      if (most === 0) return [];
+      const projects = project !== undefined ? [project] : await activeProjects(sinceMs);
+      if (projects.length === 0) return [];
+      // Choose first: each project's groups of the window are counted, and the most recently
+      // active of them read, no more than the list's share; each is weighed by two counts.
+      const groupsKeys = projects.map((name) => projectKeys(prefix, name).groups);
+      const counting = connection.pipeline();
+      for (const key of groupsKeys) counting.zcount(key, `(${sinceMs}`, '+inf');
+      const counts = results(await counting.exec()).map(Number);
+      const shares = shareOut(counts, most * GROUPS_WEIGHED_PER_LISTED);
+      const reading = connection.pipeline();
+      for (const [p, key] of groupsKeys.entries()) {
+        if (shares[p]! > 0) {
+          reading.zrevrangebyscore(
+            key,
+            '+inf',
+            `(${sinceMs}`,
+            'WITHSCORES',
+            'LIMIT',
+            0,
+            shares[p]!,
+          );
+        }
+      }
+      const read = results(await reading.exec()) as string[][];
+      const candidates: { project: string; group: string; lastAt: number }[] = [];
+      let answer = 0;
+      for (const [p, name] of projects.entries()) {
+        if (shares[p]! === 0) continue;
+        const scored = read[answer++]!;
+        for (let i = 0; i + 1 < scored.length; i += 2) {
+          candidates.push({ project: name, group: scored[i]!, lastAt: Number(scored[i + 1]) });
+        }
+      }
+      const total = counts.reduce((sum, count) => sum + count, 0);
+      if (total > candidates.length) {
+        options.logger?.warn(
+          { groups: total, weighed: candidates.length },
+          'similar: the groups list weighed the most recently active groups of the window only',
         );
       }
-      const answers = results(await pipeline.exec());
+      const weighing = connection.pipeline();
+      for (const { project: name, group } of candidates) {
+        const members = groupMembersKey(projectKeys(prefix, name), group);
+        weighing.zcount(members, `(${sinceMs}`, '+inf');
+        weighing.zcard(members);
+      }
+      const weights = results(await weighing.exec()).map(Number);
+      const chosen = candidates
+        .map((candidate, i) => ({
+          ...candidate,
+          id: groupIdOf(candidate.project, candidate.group),
+          inWindow: weights[i * 2]!,
+          size: weights[i * 2 + 1]!,
+        }))
+        .sort(fastestGrowing)
+        .slice(0, most);
+      // Then detail, the chosen only.
       const untilMs = now();
-      const all = (
+      const byProject = new Map<string, { group: string; lastAt: number }[]>();
+      for (const { project: name, group, lastAt } of chosen) {
+        byProject.set(name, [...(byProject.get(name) ?? []), { group, lastAt }]);
+      }
+      const detailed = (
         await Promise.all(
-          projects.map((name, p) => {
-            const scored = answers[p] as string[];
-            const found: { group: string; lastAt: number }[] = [];
-            for (let i = 0; i + 1 < scored.length; i += 2) {
-              found.push({ group: scored[i]!, lastAt: Number(scored[i + 1]) });
-            }
-            return summaries(name, found, sinceMs, untilMs);
-          }),
+          [...byProject].map(([name, found]) => summaries(name, found, sinceMs, untilMs)),
         )
       ).flat();
-      all.sort(
-        (a, b) =>
-          b.inWindow - a.inWindow ||
-          b.size - a.size ||
-          b.lastAt - a.lastAt ||
-          (a.id < b.id ? -1 : 1),
-      );
-      return all.slice(0, most).map(({ inWindow: _, ...summary }) => summary);
+      return detailed.sort(fastestGrowing).map(({ inWindow: _, ...summary }) => summary);
     },
 
     async get(id) {
@@ -301,6 +364,13 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       return readFacts(connection, found.project, keys, stored, size);
     },
 
+    async asRouted(key, project) {
+      const found = await find(key, project);
+      const stored = readStored(found?.value);
+      if (!found || !stored) return undefined;
+      return readFacts(connection, found.project, projectKeys(prefix, found.project), stored);
+    },
+
     async detach(key, project) {
       const found = await find(key, project);
       if (!found) return 'not-found';
@@ -315,6 +385,33 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       );
     },
   };
+}
+
+/** Arrivals in the window, then size, then the last arrival; ties by id, so the order is one. */
+function fastestGrowing(
+  a: { inWindow: number; size: number; lastAt: number; id: string },
+  b: { inWindow: number; size: number; lastAt: number; id: string },
+): number {
+  return (
+    b.inWindow - a.inWindow || b.size - a.size || b.lastAt - a.lastAt || (a.id < b.id ? -1 : 1)
+  );
+}
+
+/**
+ * `budget` shared among wants (`counts`) so none gets more than it wants and what one does not
+ * need goes to the others: the smallest wants are met first, each of the rest gets an even share
+ * (what is left by rounding goes to the first wants, the most recently active projects).
+ */
+export function shareOut(counts: readonly number[], budget: number): number[] {
+  const shares = new Array<number>(counts.length).fill(0);
+  const order = counts.map((_, i) => i).sort((a, b) => counts[a]! - counts[b]! || b - a);
+  let left = budget;
+  for (const [k, i] of order.entries()) {
+    const share = Math.min(counts[i]!, Math.floor(left / (order.length - k)));
+    shares[i] = share;
+    left -= share;
+  }
+  return shares;
 }
 
 function results(answers: [Error | null, unknown][] | null): unknown[] {

@@ -25,9 +25,13 @@ export function projectKeys(prefix: string, project: string): ProjectKeys {
   return { docs: `${base}docs`, of: `${base}of`, groups: `${base}groups`, base };
 }
 
-/** The set of projects that have grouping keys. */
+/**
+ * The projects that have grouping keys, a sorted set scored by their last entry (ms) and trimmed
+ * past DEDUPE_TTL_SECONDS where it is written. (Before, `similar:projects` was a plain set that
+ * only grew: a new name, so an older deployment's key is never read as the wrong type.)
+ */
 export function projectsKey(prefix: string): string {
-  return `${prefix}:similar:projects`;
+  return `${prefix}:similar:active-projects`;
 }
 
 /** A group's members; `group` is its id within the project. */

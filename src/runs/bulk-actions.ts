@@ -15,6 +15,7 @@ import type { Queue } from 'bullmq';
 import type { HistoryEntry } from '../history/delivery-history.js';
 import type { HistorySearch, HistoryState } from '../history/history-search.js';
 import type { RedisConnection } from '../queue/redis.js';
+import type { SimilarFacts } from '../similar/similar-facts.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { addRuns, ROUTING, runJobId, type RunQueues } from './run-queues.js';
 import { readRoster } from './handler-roster.js';
@@ -97,6 +98,12 @@ export function createBulkActions(options: {
   readonly runQueues: Pick<RunQueues, 'of' | 'handlers'>;
   readonly markers: SuccessMarkers;
   readonly dedupeTtlSeconds: number;
+  /**
+   * With SIMILAR on: a delivery's grouping facts as its routing stored them (similar-groups.ts
+   * `asRouted`), for a new run to see what its delivery's other runs saw.
+   */
+  readonly similarFacts?:
+    ((deliveryKey: string, project: string) => Promise<SimilarFacts | undefined>) | undefined;
 }): BulkActions {
   const { connection, prefix, history, deliveries, runQueues, markers } = options;
   const progressKey = (id: string) => `${prefix}:bulk:${id}`;
@@ -173,9 +180,14 @@ export function createBulkActions(options: {
     // new run a no-op (BullMQ removes the key with the job; this does not rely on it): the new
     // run has a life of its own, which no earlier success matches (completion-ledger.ts).
     await queue.removeDeduplicationKey(id);
+    // Its routing grouped it before (a run added then carries the facts); the new run sees the
+    // same facts, a crossing included: a run again is the first run once more, not a new arrival.
+    const { record } = read.delivery;
+    const project = typeof record.project_id === 'string' ? record.project_id : '';
+    const similar = await options.similarFacts?.(read.delivery.key, project);
     await addRuns(
       runQueues,
-      { deliveryJobId: target.deliveryJobId, delivery: read.delivery },
+      { deliveryJobId: target.deliveryJobId, delivery: read.delivery, similar },
       [{ handler: target.handler, attempts, life: Date.now() }],
       { dedupeTtlSeconds: options.dedupeTtlSeconds },
     );

@@ -28,6 +28,13 @@ export function createTestAdminApp(
     prefix: env.prefix,
     ttlSeconds: env.dedupeTtlSeconds,
   });
+  const similarGroups = similar
+    ? createSimilarGroups({
+        connection: env.connection,
+        prefix: env.prefix,
+        ttlSeconds: env.dedupeTtlSeconds,
+      })
+    : undefined;
   return express().use(
     createAdminRouter({
       token,
@@ -48,18 +55,13 @@ export function createTestAdminApp(
           runQueues,
           markers,
           dedupeTtlSeconds: env.dedupeTtlSeconds,
+          similarFacts: similarGroups?.asRouted,
         }),
         handlerNames: async () =>
           (await readRoster(env.connection, env.prefix)).map((entry) => entry.name),
         queues,
         readStats: () => readDeliveryStats(env.connection, env.prefix),
-        similarGroups: similar
-          ? createSimilarGroups({
-              connection: env.connection,
-              prefix: env.prefix,
-              ttlSeconds: env.dedupeTtlSeconds,
-            })
-          : undefined,
+        similarGroups,
       },
     }),
   );

@@ -1,13 +1,21 @@
 /**
  * Auto-triage on real grouping: similar reports routed by two workers through real Redis; a
- * rule on the group fires once per crossing, PATCHes the group's first record and notifies.
+ * rule on the group fires once per crossing, PATCHes the group's first record and notifies; an
+ * operator's run again sees the facts the first run saw.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { parseTriageRules } from '../../src/worker/triage/rules.js';
-import { createTriageHandler } from '../../src/worker/triage/triage-handler.js';
+import type { SimilarFacts } from '../../src/similar/similar-facts.js';
+import { defineHandler } from '../../src/worker/handler.js';
+import {
+  createTriageHandler,
+  TRIAGE_HANDLER_NAME,
+} from '../../src/worker/triage/triage-handler.js';
+import { createTestAdminApp } from '../helpers/admin-app.js';
 import {
   API_TOKEN,
   startFakeFeedbackApi,
@@ -80,5 +88,79 @@ describe('auto-triage on groups', () => {
       { method: 'PATCH', path: '/v1/feedback/fb_pay_0', body: { priority_id: 1 } },
     ]);
     expect(JSON.stringify(env.logs)).not.toContain(SECRET_PATH);
+  });
+
+  it('runs again with the facts of its first run: the crossing, the size, the first', async () => {
+    const rules = parseTriageRules(
+      JSON.stringify({
+        rules: [
+          {
+            name: 'incident',
+            when: { similar: { atLeast: 3, within: '1h' } },
+            target: 'first',
+            set: { priority_id: 1 },
+          },
+        ],
+      }),
+      'test',
+    );
+    const earlier = api.requests.length;
+    const seen: (SimilarFacts | undefined)[] = [];
+    const watch = defineHandler({
+      name: 'watch',
+      handle: ({ record, similar }) => {
+        if (record.id === 'fb_pay_2') seen.push(similar);
+      },
+    });
+    const worker = await env.startWorker({
+      api: createApiClient({ baseUrl: api.url, token: API_TOKEN }),
+      handlers: [createTriageHandler({ rules }), watch],
+      similar: { threshold: DEFAULT_SIMILAR_THRESHOLD, keep: 100_000 },
+      concurrency: 1,
+    });
+    for (let n = 0; n < 3; n += 1) await env.deliver(checkoutReport(n));
+    await env.completedRuns(6);
+    await env.historyHolds(3);
+    const patchedFirst = {
+      method: 'PATCH',
+      path: '/v1/feedback/fb_pay_0',
+      body: { priority_id: 1 },
+    };
+    const patches = () =>
+      api.requests.slice(earlier).map(({ method, path, body }) => ({ method, path, body }));
+    expect(patches()).toEqual([patchedFirst]);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ group: { size: 3 }, crossed: [{ atLeast: 3 }] });
+
+    // Retention removed the third delivery's runs; the operator runs both handlers again on it.
+    for (const handler of [TRIAGE_HANDLER_NAME, 'watch']) {
+      const run = (await worker.runQueues.of(handler).getJobs(['completed'])).find(
+        (job) => job.data.delivery.record.id === 'fb_pay_2',
+      );
+      await run!.remove();
+    }
+    const app = createTestAdminApp(env, worker.runQueues, 'triage-token', { similar: true });
+    for (const handler of [TRIAGE_HANDLER_NAME, 'watch']) {
+      await request(app)
+        .post('/admin/api/deliveries/bulk')
+        .set('Authorization', 'Bearer triage-token')
+        .send({ action: 'run-again', handler, q: 'fb_pay_2' })
+        .expect(202);
+    }
+    await vi.waitFor(() => expect(seen).toHaveLength(2), { timeout: 10_000, interval: 50 });
+    expect(seen[1]).toEqual(seen[0]);
+    await vi.waitFor(() => expect(patches()).toEqual([patchedFirst, patchedFirst]), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    // Its one run, started again once completed (the two removed are back), keeps them too.
+    await env.completedRuns(6);
+    const again = await request(app)
+      .post('/admin/api/deliveries/feedback.created%3Afb_pay_2/runs/watch/run-again')
+      .set('Authorization', 'Bearer triage-token')
+      .expect(200);
+    expect(again.body.status).toBe('queued');
+    await vi.waitFor(() => expect(seen).toHaveLength(3), { timeout: 10_000, interval: 50 });
+    expect(seen[2]).toEqual(seen[0]);
   });
 });
