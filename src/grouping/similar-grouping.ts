@@ -195,9 +195,11 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
   /** Adds an entry read to the index, in stream order, with its group. */
   const addEntry = (state: ProjectIndex, entry: Unread, decided: Map<string, Decided>) => {
     const grouping = readStored(entry.stored);
+    // One of this batch takes the group chosen for it here, as its join will store it.
     const own = decided.get(entry.id);
     let group = grouping?.g ?? (own && (own.bestGroup || entry.id));
-    let first = grouping?.f ?? (own?.best ? own.bestFirst : undefined);
+    let first =
+      grouping?.f ?? (own?.best && own.bestFirst !== NO_FIRST ? own.bestFirst : undefined);
     if (group === undefined) {
       // As its own worker decides (below): the same matches, the same rule.
       const found = state.index.query(entry.document, DEFAULT_MATCH_LIMIT);
