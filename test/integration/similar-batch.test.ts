@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSimilarGrouping, MOST_PER_BATCH } from '../../src/grouping/similar-grouping.js';
 import { createLogger } from '../../src/logger.js';
@@ -27,7 +28,8 @@ afterEach(async () => {
  * connection sees them, in the order the server ran them.
  */
 async function commandsSent(work: () => Promise<unknown>): Promise<string[]> {
-  const monitor = await connection.monitor();
+  const watcher = new Redis(server.url);
+  const monitor = await watcher.monitor();
   const sent: string[] = [];
   let sawEnd: () => void = () => {};
   const ended = new Promise<void>((resolve) => (sawEnd = resolve));
@@ -43,6 +45,7 @@ async function commandsSent(work: () => Promise<unknown>): Promise<string[]> {
     await ended;
   } finally {
     monitor.disconnect();
+    watcher.disconnect();
   }
   return sent;
 }
