@@ -1,24 +1,24 @@
 --[[
-  A delivery enters its project's stream (similar-grouping.ts), once.
+  A batch of one project's deliveries enters its stream (similar-grouping.ts), in order, each
+  once; and the worker's catch-up is read in the same round trip.
   KEYS[1] the stream, KEYS[2] the `of` hash, KEYS[3] the groups zset, KEYS[4] the active projects (a
   sorted set: project -> last entry ms, trimmed past the ttl, so it is bounded by age).
-  ARGV: 1 key base, 2 delivery key, 3 record id, 4 title, 5 compact document, 6 oldest entry id
-  kept (MINID), 7 most entries kept, 8 ttl ms, 9 project, 10 most entries dropped per call, 11
-  the key as the entry keeps it: '' when it is made of the record id (keyOfRecord).
-  Returns { 'joined', stored } for a delivery already grouped (a routing that runs again),
-  { 'entered', entry id, dropped by count, dropped by age, the oldest entry id kept } otherwise; a delivery that entered
-  before without joining (a crash in between) keeps its entry.
-  Before adding, the oldest entries past the age or the count are dropped, each with its place
-  in the hash and its group, so that nothing outlives its entry.
+  ARGV: 1 key base, 2 oldest entry id kept (MINID), 3 most entries kept, 4 ttl ms, 5 project,
+  6 most entries dropped per delivery, 7 the last entry id the worker read ('' for none), 8 most
+  entries read back; then per delivery, five: its key, record id, title, compact document, and
+  its key as the entry keeps it ('' when it is made of the record id, keyOfRecord).
+  Returns { results, read }:
+  - per delivery, { 'joined', stored } for one already grouped (a routing that runs again), or
+    { 'entered', entry id, dropped by count, dropped by age, the oldest entry id kept after it };
+    a delivery that entered before without joining (a crash in between) keeps its entry;
+  - the entries after the last one read up to the batch's newest, at most ARGV[8], each
+    { id, fields, its stored grouping ('' for none yet) }: the worker's index catches up with them.
+  Before a delivery is added, the oldest entries past the age or the count are dropped, each with
+  its place in the hash and its group, so that nothing outlives its entry.
 ]]
 local docs, of, groups, projects = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local base, key = ARGV[1], ARGV[2]
-local minId, keep, ttl = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
-
-local current = redis.call('HGET', of, key)
-if current and string.sub(current, 1, 8) ~= 'pending:' then
-  return { 'joined', current }
-end
+local base, minId, keep, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local project, mostDropped, lastRead, mostRead = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
 
 local function older(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -27,22 +27,27 @@ local function older(a, b)
   return am < bm or (am == bm and as < bs)
 end
 
-local byCount, byAge = 0, 0
-if not current then
+local function keyOf(fields)
+  local entryKey, recordId
+  for i = 1, #fields, 2 do
+    if fields[i] == 'k' then entryKey = fields[i + 1] end
+    if fields[i] == 'r' then recordId = fields[i + 1] end
+  end
+  if entryKey == '' and recordId then entryKey = 'feedback.created:' .. recordId end
+  return entryKey
+end
+
+local function dropOldest()
+  local byCount, byAge = 0, 0
   local length = redis.call('XLEN', docs)
-  local oldest = redis.call('XRANGE', docs, '-', '+', 'COUNT', tonumber(ARGV[10]))
+  local oldest = redis.call('XRANGE', docs, '-', '+', 'COUNT', mostDropped)
   for _, entry in ipairs(oldest) do
     local id, fields = entry[1], entry[2]
     local tooOld = older(id, minId)
     local tooMany = length >= keep
     if not tooOld and not tooMany then break end
     if tooOld then byAge = byAge + 1 else byCount = byCount + 1 end
-    local entryKey, recordId
-    for i = 1, #fields, 2 do
-      if fields[i] == 'k' then entryKey = fields[i + 1] end
-      if fields[i] == 'r' then recordId = fields[i + 1] end
-    end
-    if entryKey == '' and recordId then entryKey = 'feedback.created:' .. recordId end
+    local entryKey = keyOf(fields)
     if entryKey then
       local value = redis.call('HGET', of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
@@ -61,21 +66,47 @@ if not current then
     redis.call('XDEL', docs, id)
     length = length - 1
   end
+  return byCount, byAge
 end
 
-local id
-if current then
-  id = string.sub(current, 9)
-else
-  id = redis.call('XADD', docs, '*', 'k', ARGV[11], 'r', ARGV[3], 't', ARGV[4], 'd', ARGV[5])
-  redis.call('HSET', of, key, 'pending:' .. id)
+local results, newest = {}, nil
+for at = 9, #ARGV, 5 do
+  local key = ARGV[at]
+  local current = redis.call('HGET', of, key)
+  if current and string.sub(current, 1, 8) ~= 'pending:' then
+    results[#results + 1] = { 'joined', current }
+  else
+    local id
+    local byCount, byAge = 0, 0
+    if current then
+      id = string.sub(current, 9)
+    else
+      byCount, byAge = dropOldest()
+      id = redis.call('XADD', docs, '*', 'k', ARGV[at + 4], 'r', ARGV[at + 1], 't', ARGV[at + 2], 'd', ARGV[at + 3])
+      redis.call('HSET', of, key, 'pending:' .. id)
+    end
+    if not newest or older(newest, id) then newest = id end
+    local oldest = redis.call('XRANGE', docs, '-', '+', 'COUNT', 1)[1][1]
+    results[#results + 1] = { 'entered', id, byCount, byAge, oldest }
+  end
 end
 redis.call('PEXPIRE', docs, ttl)
 redis.call('PEXPIRE', of, ttl)
--- The project is active now (the clock of ARGV 6 plus the ttl); those idle past the ttl go.
+-- The project is active now (the clock of ARGV 2 plus the ttl); those idle past the ttl go.
 local minMs = string.match(minId, '^(-?%d+)')
-redis.call('ZADD', projects, tonumber(minMs) + ttl, ARGV[9])
+redis.call('ZADD', projects, tonumber(minMs) + ttl, project)
 redis.call('ZREMRANGEBYSCORE', projects, '-inf', '(' .. minMs)
 redis.call('PEXPIRE', projects, ttl)
-local oldest = redis.call('XRANGE', docs, '-', '+', 'COUNT', 1)[1][1]
-return { 'entered', id, byCount, byAge, oldest }
+
+-- The catch-up: what the worker has not read yet, up to the batch's newest entry, with each
+-- entry's stored grouping, so the worker needs no XRANGE and HMGET of its own.
+local read = {}
+if newest and (lastRead == '' or older(lastRead, newest)) then
+  local start = lastRead == '' and '-' or '(' .. lastRead
+  for _, entry in ipairs(redis.call('XRANGE', docs, start, newest, 'COUNT', mostRead)) do
+    local entryKey = keyOf(entry[2])
+    local stored = entryKey and redis.call('HGET', of, entryKey)
+    read[#read + 1] = { entry[1], entry[2], stored or '' }
+  end
+end
+return { results, read }

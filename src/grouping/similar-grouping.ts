@@ -4,17 +4,24 @@
  *
  * Redis holds the truth, per project: a stream of entries in arrival order (the order XADD
  * gives), a hash of each delivery's grouping, a sorted set of members per group. Each worker
- * keeps an index of the stream in memory, caught up from the last entry it read, and grouping a
- * delivery is three steps:
- * 1. "enter" (one script): the delivery's entry is added to the stream, once; a delivery that
- *    had joined a group before (its routing runs again) gets its stored facts back, and stops.
- * 2. The index is caught up to the entries BEFORE the new one and queried: every worker computes
- *    the same matches from the same stream. An entry read whose group is stored takes it;
+ * keeps an index of the stream in memory, caught up from the last entry it read.
+ *
+ * A project's deliveries take turns in a worker (each reads its predecessors), so they are
+ * grouped in batches ("group commit"): when a project's turn starts, every delivery of that
+ * project waiting in this worker (at most MOST_PER_BATCH) is grouped in two round trips.
+ * 1. "enter" (one script): the batch's entries are added to the stream, in order, each once; a
+ *    delivery that had joined a group before (its routing runs again) gets its stored facts back,
+ *    and stops. The same script returns the entries the index has not read yet, up to the
+ *    batch's newest, each with its stored grouping.
+ * 2. In memory, in the batch's order: the index is caught up to the entries BEFORE a delivery's
+ *    own and queried, so every worker computes the same matches from the same stream, and a
+ *    delivery of the batch is grouped exactly as if the batch had come one at a time. An entry
+ *    read whose group is stored takes it; one of this batch takes the group chosen for it here;
  *    one whose worker has not joined it yet is grouped here the way that worker will.
- * 3. "join" (one script): the delivery joins its best match's group as stored (or a new group
- *    of its own), once, and each window the handlers declared is checked for a crossing.
- * A failure (Redis away) fails the routing job, which BullMQ retries: nothing is swallowed, and
- * the retry finds what was written and goes on from there.
+ * 3. "join" (one script): in order, each delivery joins its best match's group as stored (or a
+ *    new group of its own), once, and each window the handlers declared is checked for a crossing.
+ * A failure (Redis away) fails the batch's routing jobs, which BullMQ retries: nothing is
+ * swallowed, and a retry finds what was written and goes on from there.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
@@ -46,8 +53,11 @@ const NO_FIRST: readonly [string, string] = ['', ''];
 /** Entries read per round trip while catching up. */
 const CATCH_UP_BATCH = 500;
 
-/** Oldest entries dropped per "enter" at most: each enter adds one, so the bound is kept. */
+/** Oldest entries dropped per delivery entered at most: each adds one, so the bound is kept. */
 const MOST_DROPPED_PER_ENTER = 100;
+
+/** A project's deliveries grouped in one batch at most, so that its scripts stay short. */
+export const MOST_PER_BATCH = 100;
 
 /** The in-memory index is built again from the stream once it holds this much more than kept. */
 const INDEX_SLACK = 0.1;
@@ -74,14 +84,25 @@ export interface SimilarGrouping {
 }
 
 type Scripted = RedisConnection & {
-  similarEnter(...args: (string | number | Buffer)[]): Promise<[string, ...unknown[]]>;
-  similarJoin(...args: (string | number)[]): Promise<string>;
+  similarEnterBuffer(...args: (string | number | Buffer)[]): Promise<[EnterResult[], ReadEntry[]]>;
+  similarJoin(...args: (string | number)[]): Promise<string[]>;
 };
+
+/** What "enter" says of a delivery: ['joined', stored] or ['entered', id, byCount, byAge, oldest]. */
+type EnterResult = [Buffer, Buffer] | [Buffer, Buffer, number, number, Buffer];
+
+/** An entry "enter" read back: its id, its fields, its stored grouping ('' for none yet). */
+type ReadEntry = [Buffer, Buffer[], Buffer];
+
+type Entry = EntryFields & { readonly id: string; readonly at: number };
+
+/** An entry read from the stream, not yet in the index. */
+type Unread = Entry & { readonly document: CompactDocument; readonly stored: string };
 
 /** One project's index in memory, in stream order. */
 interface ProjectIndex {
   readonly index: SimilarityIndex;
-  readonly entries: (EntryFields & { readonly id: string; readonly at: number })[];
+  readonly entries: Entry[];
   readonly groups: string[];
   readonly firsts: Map<string, readonly [string, string]>;
   readonly ordinalOf: Map<string, number>;
@@ -89,10 +110,20 @@ interface ProjectIndex {
   lastId: string;
 }
 
-/** The work in flight on one project's index: catch-ups and queries take turns. */
-interface ProjectTurn {
-  tail: Promise<unknown>;
-  pending: number;
+/** A delivery waiting for its project's turn. */
+interface Waiting {
+  readonly delivery: Delivery;
+  resolve(facts: SimilarFacts | Promise<SimilarFacts>): void;
+  reject(error: unknown): void;
+}
+
+/** A delivery of a batch, entered in the stream and grouped in memory, before it joins. */
+interface Decided {
+  readonly entryId: string;
+  readonly matches: (Entry & { readonly score: number })[];
+  readonly best: Entry | undefined;
+  readonly bestGroup: string;
+  readonly bestFirst: readonly [string, string];
 }
 
 /**
@@ -108,12 +139,16 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
   const connection = options.connection as Scripted;
   connection.defineCommand('similarEnter', { numberOfKeys: 4, lua: ENTER });
   connection.defineCommand('similarJoin', { numberOfKeys: 2, lua: JOIN });
-  const windows = distinctWindows(options.windows);
-  const windowsJson = JSON.stringify(windows.map((w) => [w.atLeast, w.withinMs]));
+  const windowsJson = JSON.stringify(
+    distinctWindows(options.windows).map((w) => [w.atLeast, w.withinMs]),
+  );
   /** Least recently used first. */
   const projects = new Map<string, ProjectIndex>();
-  /** Only projects with work in flight: a turn is dropped once its work is done. */
-  const turns = new Map<string, ProjectTurn>();
+  /**
+   * The deliveries waiting, per project with a turn under way. The turn is the project's, not
+   * its index's: an index built again must not let a second catch-up run beside the first.
+   */
+  const waiting = new Map<string, Waiting[]>();
 
   const indexOf = (project: string): ProjectIndex => {
     const state = projects.get(project) ?? newIndex();
@@ -121,35 +156,14 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     projects.set(project, state);
     for (const idle of projects.keys()) {
       if (projects.size <= MOST_PROJECT_INDEXES) break;
-      if (idle !== project && !turns.has(idle)) projects.delete(idle);
+      if (idle !== project && !waiting.has(idle)) projects.delete(idle);
     }
     return state;
   };
 
-  /**
-   * Work on a project's index, one piece at a time. The turn is the project's, not the index's:
-   * an index built again (catchUp) must not let a second catch-up run beside the first.
-   */
-  const inTurn = <T>(project: string, work: () => Promise<T>): Promise<T> => {
-    let turn = turns.get(project);
-    if (!turn) {
-      turn = { tail: Promise.resolve(), pending: 0 };
-      turns.set(project, turn);
-    }
-    const current = turn;
-    current.pending += 1;
-    const result = current.tail.then(work);
-    current.tail = result
-      .catch(() => {})
-      .finally(() => {
-        current.pending -= 1;
-        if (current.pending === 0 && turns.get(project) === current) turns.delete(project);
-      });
-    return result;
-  };
-
-  const catchUp = async (keys: ProjectKeys, project: string, before: string) => {
-    let state = indexOf(project);
+  /** The project's index, built again when it holds more than the stream keeps. */
+  const boundedIndexOf = (project: string): ProjectIndex => {
+    const state = indexOf(project);
     const oldest = state.entries[0];
     if (
       state.index.size > keep * (1 + INDEX_SLACK) ||
@@ -158,80 +172,127 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       // Built again from what the stream keeps: the index is bounded as the stream is.
       const fresh = newIndex();
       projects.set(project, fresh);
-      state = fresh;
+      return fresh;
     }
-    for (;;) {
-      const start = state.lastId === '' ? '-' : `(${state.lastId}`;
-      const read = (await connection.xrangeBuffer(
-        keys.docs,
-        start,
-        `(${before}`,
-        'COUNT',
-        CATCH_UP_BATCH,
-      )) as [Buffer, Buffer[]][];
-      if (read.length === 0) return state;
-      const entries = read.map(([id, fields]) => readEntry(id.toString(), fields));
-      const stored = await connection.hmget(keys.of, ...entries.map((entry) => entry.key));
-      entries.forEach((entry, i) => {
-        const grouping = readStored(stored[i]);
-        let group = grouping?.g;
-        if (group === undefined) {
-          // As its own worker decides (below): the same matches, the same rule.
-          const found = state.index.query(entry.document, DEFAULT_MATCH_LIMIT);
-          group =
-            chooseGroup(found, (match) => state.groups[match.ordinal]!, threshold) ?? entry.id;
-        }
-        if (!state.firsts.has(group)) {
-          state.firsts.set(group, grouping?.f ?? [entry.key, entry.recordId]);
-        }
-        state.ordinalOf.set(entry.id, state.entries.length);
-        state.entries.push({
-          id: entry.id,
-          key: entry.key,
-          recordId: entry.recordId,
-          title: entry.title,
-          at: entry.at,
-        });
-        state.groups.push(group);
-        state.index.add(entry.id, entry.document);
-      });
-      state.lastId = entries[entries.length - 1]!.id;
-      if (read.length < CATCH_UP_BATCH) return state;
-    }
+    return state;
   };
 
-  const group = async (delivery: Delivery): Promise<SimilarFacts> => {
-    const record = delivery.record;
-    const project = typeof record.project_id === 'string' ? record.project_id : '';
+  /** The rest of a catch-up longer than "enter" reads back: after `after`, up to `newest`. */
+  const readMore = async (keys: ProjectKeys, after: string, newest: string): Promise<Unread[]> => {
+    const read = (await connection.xrangeBuffer(
+      keys.docs,
+      `(${after}`,
+      newest,
+      'COUNT',
+      CATCH_UP_BATCH,
+    )) as [Buffer, Buffer[]][];
+    if (read.length === 0) return [];
+    const entries = read.map(([id, fields]) => readEntry(id.toString(), fields));
+    const stored = await connection.hmget(keys.of, ...entries.map((entry) => entry.key));
+    return entries.map((entry, i) => ({ ...entry, stored: stored[i] ?? '' }));
+  };
+
+  /** Adds an entry read to the index, in stream order, with its group. */
+  const addEntry = (state: ProjectIndex, entry: Unread, decided: Map<string, Decided>) => {
+    const grouping = readStored(entry.stored);
+    // One of this batch takes the group chosen for it here, as its join will store it.
+    const own = decided.get(entry.id);
+    let group = grouping?.g ?? (own && (own.bestGroup || entry.id));
+    let first =
+      grouping?.f ?? (own?.best && own.bestFirst !== NO_FIRST ? own.bestFirst : undefined);
+    if (group === undefined) {
+      // As its own worker decides (below): the same matches, the same rule.
+      const found = state.index.query(entry.document, DEFAULT_MATCH_LIMIT);
+      group = chooseGroup(found, (match) => state.groups[match.ordinal]!, threshold) ?? entry.id;
+    }
+    first ??= [entry.key, entry.recordId];
+    if (!state.firsts.has(group)) state.firsts.set(group, first);
+    state.ordinalOf.set(entry.id, state.entries.length);
+    state.entries.push({
+      id: entry.id,
+      key: entry.key,
+      recordId: entry.recordId,
+      title: entry.title,
+      at: entry.at,
+    });
+    state.groups.push(group);
+    state.index.add(entry.id, entry.document);
+    state.lastId = entry.id;
+  };
+
+  /** The matches and chosen group of a delivery whose entry is `entryId`, from the index. */
+  const decide = (
+    state: ProjectIndex,
+    document: CompactDocument,
+    entryId: string,
+    oldestKept: string,
+  ): Decided => {
+    // The index may hold entries after this one (read for a later delivery, or one of another
+    // batch): only those before it count, so the answer is the one every worker computes.
+    // And only those the stream still keeps: the index lets go of the others a little later.
+    const own = state.ordinalOf.get(entryId) ?? state.index.size;
+    const later = state.index.size - own;
+    const kept = firstKept(state.entries, oldestKept);
+    const found = state.index
+      .query(document, DEFAULT_MATCH_LIMIT + later + kept)
+      .filter((match) => match.ordinal < own && match.ordinal >= kept)
+      .slice(0, DEFAULT_MATCH_LIMIT);
+    // The group with the most evidence among the matches (grouping.ts), joined through its
+    // best member here: the join script takes that member's group as stored.
+    const groupOfMatch = (match: { ordinal: number }) => state.groups[match.ordinal]!;
+    const joined = chooseGroup(found, groupOfMatch, threshold);
+    const chosen =
+      joined === undefined ? undefined : found.find((match) => groupOfMatch(match) === joined);
+    const bestGroup = chosen ? state.groups[chosen.ordinal]! : '';
+    return {
+      entryId,
+      matches: found.map((match) => ({ ...state.entries[match.ordinal]!, score: match.score })),
+      best: chosen ? state.entries[chosen.ordinal]! : undefined,
+      bestGroup,
+      bestFirst: (chosen && state.firsts.get(bestGroup)) || NO_FIRST,
+    };
+  };
+
+  /** Groups a batch of one project's deliveries, in order: see the header. */
+  const groupBatch = async (
+    project: string,
+    deliveries: readonly Delivery[],
+  ): Promise<(SimilarFacts | Promise<SimilarFacts>)[]> => {
     const keys = projectKeys(prefix, project);
-    const state = indexOf(project);
-    const document = compactDocument(documentTerms(record), (hash) => state.index.rarity(hash));
-    const at = Date.parse(delivery.receivedAt);
-    const t = Number.isFinite(at) ? at : now();
-    const title = cut(typeof record.title === 'string' ? record.title : '', TITLE_CHARACTERS);
-    const entered = await connection.similarEnter(
+    const state = boundedIndexOf(project);
+    const rarity = batchRarity(state.index);
+    const documents = deliveries.map(({ record }) => {
+      const document = compactDocument(documentTerms(record), rarity.of);
+      rarity.add(document);
+      return document;
+    });
+    const [results, read] = await connection.similarEnterBuffer(
       keys.docs,
       keys.of,
       keys.groups,
       projectsKey(prefix),
       keys.base,
-      delivery.key,
-      record.id,
-      title,
-      Buffer.from(encodeCompactDocument(document)),
       `${now() - ttlMs}-0`,
       keep,
       ttlMs,
       project,
       MOST_DROPPED_PER_ENTER,
-      delivery.key === keyOfRecord(record.id) ? '' : delivery.key,
+      state.lastId,
+      CATCH_UP_BATCH,
+      ...deliveries.flatMap(({ key, record }, i) => [
+        key,
+        record.id,
+        cut(typeof record.title === 'string' ? record.title : '', TITLE_CHARACTERS),
+        Buffer.from(encodeCompactDocument(documents[i]!)),
+        key === keyOfRecord(record.id) ? '' : key,
+      ]),
     );
-    if (entered[0] === 'joined') {
-      return readFacts(connection, project, keys, readStored(entered[1] as string)!);
-    }
-    const entryId = entered[1] as string;
-    const oldestKept = entered[4] as string;
-    const droppedByCount = Number(entered[2]);
+    const entered = results.map((result) =>
+      result.length === 2
+        ? { joined: result[1].toString() }
+        : { entryId: result[1].toString(), byCount: result[2], oldestKept: result[4].toString() },
+    );
+    const droppedByCount = entered.reduce((sum, e) => sum + (e.byCount ?? 0), 0);
     if (droppedByCount > 0) {
       logger.warn(
         { project, dropped: droppedByCount, keep },
@@ -239,44 +300,51 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       );
     }
 
-    const { matches, best, bestGroup, bestFirst } = await inTurn(project, async () => {
-      const current = await catchUp(keys, project, entryId);
-      // Another routing of this worker may have read past this entry already: only the entries
-      // before it count, so the answer is the one every worker computes.
-      // And only those the stream still keeps: the index lets go of the others a little later.
-      const own = current.ordinalOf.get(entryId) ?? current.index.size;
-      const later = current.index.size - own;
-      const kept = firstKept(current.entries, oldestKept);
-      const found = current.index
-        .query(document, DEFAULT_MATCH_LIMIT + later + kept)
-        .filter((match) => match.ordinal < own && match.ordinal >= kept)
-        .slice(0, DEFAULT_MATCH_LIMIT);
-      // The group with the most evidence among the matches (grouping.ts), joined through its
-      // best member here: the join script takes that member's group as stored.
-      const groupOfMatch = (match: { ordinal: number }) => current.groups[match.ordinal]!;
-      const joined = chooseGroup(found, groupOfMatch, threshold);
-      const chosen =
-        joined === undefined ? undefined : found.find((match) => groupOfMatch(match) === joined);
-      const bestGroup = chosen ? current.groups[chosen.ordinal]! : '';
-      return {
-        matches: found.map((match) => ({ ...current.entries[match.ordinal]!, score: match.score })),
-        best: chosen ? current.entries[chosen.ordinal]! : undefined,
-        bestGroup,
-        bestFirst: (chosen && current.firsts.get(bestGroup)) || NO_FIRST,
-      };
-    });
+    const unread: Unread[] = read.map(([id, fields, stored]) => ({
+      ...readEntry(id.toString(), fields),
+      stored: stored.toString(),
+    }));
+    const newest = entered.reduce<string | undefined>(
+      (max, e) => (e.entryId && (!max || streamIdBefore(max, e.entryId)) ? e.entryId : max),
+      undefined,
+    );
+    for (let more = read.length === CATCH_UP_BATCH; more && newest;) {
+      const next = await readMore(keys, unread[unread.length - 1]!.id, newest);
+      unread.push(...next);
+      more = next.length === CATCH_UP_BATCH;
+    }
 
-    const stored = readStored(
-      await connection.similarJoin(
-        keys.of,
-        keys.groups,
-        keys.base,
+    // In the batch's order, each against the entries before its own (its predecessors of the
+    // batch included, with the groups chosen for them here), as one at a time would be.
+    const decided = new Map<string, Decided>();
+    let next = 0;
+    const addBefore = (entryId: string | undefined) => {
+      for (; next < unread.length; next += 1) {
+        const entry = unread[next]!;
+        if (entryId !== undefined && !streamIdBefore(entry.id, entryId)) return;
+        addEntry(state, entry, decided);
+      }
+    };
+    const decisions = entered.map((e, i) => {
+      if (e.entryId === undefined) return undefined;
+      addBefore(e.entryId);
+      const decision = decide(state, documents[i]!, e.entryId, e.oldestKept);
+      decided.set(e.entryId, decision);
+      return decision;
+    });
+    addBefore(undefined);
+
+    const joining = deliveries.flatMap((delivery, i) => {
+      const decision = decisions[i];
+      if (!decision) return [];
+      const { entryId, matches, best, bestGroup, bestFirst } = decision;
+      const at = Date.parse(delivery.receivedAt);
+      return [
         delivery.key,
         entryId,
-        t,
-        ttlMs,
+        Number.isFinite(at) ? at : now(),
         entryId,
-        encodeFirst([delivery.key, record.id]),
+        encodeFirst([delivery.key, delivery.record.id]),
         best?.key ?? '',
         bestGroup,
         encodeFirst(bestFirst),
@@ -284,22 +352,97 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
           entryId,
           matches.map((match) => [match.id, Math.round(match.score * 1000)]),
         ),
-        windowsJson,
-      ),
-    ) as StoredGrouping;
-    if (stored.e !== entryId) return readFacts(connection, project, keys, stored);
-    return {
-      group: {
-        id: groupIdOf(project, stored.g),
-        size: stored.s,
-        first: { key: stored.f[0], recordId: stored.f[1] },
-      },
-      matches: matches.map(({ key, recordId, title, score }) => ({ key, recordId, title, score })),
-      crossed: stored.c.map(([atLeast, withinMs]) => ({ atLeast, withinMs })),
-    };
+      ];
+    });
+    const joined =
+      joining.length === 0
+        ? []
+        : await connection.similarJoin(
+            keys.of,
+            keys.groups,
+            keys.base,
+            ttlMs,
+            windowsJson,
+            ...joining,
+          );
+
+    let j = 0;
+    return entered.map((e, i) => {
+      if (e.joined !== undefined) {
+        return readFacts(connection, project, keys, readStored(e.joined)!);
+      }
+      const stored = readStored(joined[j++]) as StoredGrouping;
+      const decision = decisions[i]!;
+      if (stored.e !== decision.entryId) return readFacts(connection, project, keys, stored);
+      return {
+        group: {
+          id: groupIdOf(project, stored.g),
+          size: stored.s,
+          first: { key: stored.f[0], recordId: stored.f[1] },
+        },
+        matches: decision.matches.map(({ key, recordId, title, score }) => ({
+          key,
+          recordId,
+          title,
+          score,
+        })),
+        crossed: stored.c.map(([atLeast, withinMs]) => ({ atLeast, withinMs })),
+      };
+    });
   };
 
+  /** Groups the waiting deliveries of a project, a batch at a time, until none waits. */
+  const takeTurns = async (project: string, queue: Waiting[]) => {
+    while (queue.length > 0) {
+      const batch = queue.splice(0, MOST_PER_BATCH);
+      try {
+        const facts = await groupBatch(
+          project,
+          batch.map((w) => w.delivery),
+        );
+        batch.forEach((w, i) => w.resolve(facts[i]!));
+      } catch (error) {
+        for (const w of batch) w.reject(error);
+      }
+    }
+    waiting.delete(project);
+  };
+
+  const group = (delivery: Delivery): Promise<SimilarFacts> =>
+    new Promise((resolve, reject) => {
+      const record = delivery.record;
+      const project = typeof record.project_id === 'string' ? record.project_id : '';
+      const queue = waiting.get(project);
+      if (queue) {
+        queue.push({ delivery, resolve, reject });
+        return;
+      }
+      const started = [{ delivery, resolve, reject }];
+      waiting.set(project, started);
+      void takeTurns(project, started);
+    });
+
   return { group };
+}
+
+/**
+ * The rarity the index will give a term once the batch's documents before it are added, so a
+ * batch keeps the terms one at a time would: see SimilarityIndex.rarity.
+ */
+function batchRarity(index: SimilarityIndex) {
+  const added = new Map<number, number>();
+  let documents = 0;
+  return {
+    of: (hash: number) =>
+      1 +
+      Math.log(
+        (1 + index.size + documents) / (1 + index.documentFrequency(hash) + (added.get(hash) ?? 0)),
+      ),
+    add(document: CompactDocument) {
+      documents += 1;
+      for (const hash of document.hashes) added.set(hash, (added.get(hash) ?? 0) + 1);
+    },
+  };
 }
 
 function newIndex(): ProjectIndex {

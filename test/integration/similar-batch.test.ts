@@ -1,0 +1,109 @@
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createSimilarGrouping, MOST_PER_BATCH } from '../../src/grouping/similar-grouping.js';
+import { createLogger } from '../../src/logger.js';
+import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
+import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
+import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
+import { keyOfRecord } from '../../src/webhooks/delivery.js';
+import type { SimilarFacts } from '../../src/similar/similar-facts.js';
+import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+
+// A private server: its command counts are this test's alone.
+let server: RedisServer;
+let connection: RedisConnection;
+beforeEach(async () => {
+  server = await startRedisServer();
+  connection = createWorkerConnection(server.url, createLogger({ level: 'silent' }));
+});
+afterEach(async () => {
+  connection.disconnect();
+  await server.stop();
+});
+
+/**
+ * The commands clients send while `work` runs (not those scripts run), as MONITOR on a second
+ * connection sees them, in the order the server ran them.
+ */
+async function commandsSent(work: () => Promise<unknown>): Promise<string[]> {
+  const watcher = new Redis(server.url);
+  const monitor = await watcher.monitor();
+  const sent: string[] = [];
+  let sawEnd: () => void = () => {};
+  const ended = new Promise<void>((resolve) => (sawEnd = resolve));
+  const end = `end-of-work-${process.pid}`;
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (args[0]?.toLowerCase() === 'echo' && args[1] === end) sawEnd();
+    else if (!source.includes('lua')) sent.push(args[0]!.toLowerCase());
+  });
+  try {
+    await work();
+    // Commands reach MONITOR in the order they ran: once this one is seen, all are.
+    await connection.echo(end);
+    await ended;
+  } finally {
+    monitor.disconnect();
+    watcher.disconnect();
+  }
+  return sent;
+}
+
+describe('grouping a project in batches (group commit)', () => {
+  it('groups concurrent deliveries of one project in about two round trips per batch, as one at a time would', async () => {
+    const records = readFileSync(
+      new URL('../fixtures/similar-webapp-200.jsonl', import.meta.url),
+      'utf8',
+    )
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { record: FeedbackRecord }).record);
+    const grouping = createSimilarGrouping({
+      connection,
+      prefix: 'fr',
+      threshold: DEFAULT_SIMILAR_THRESHOLD,
+      keep: 100_000,
+      ttlSeconds: 3600,
+      windows: [],
+      logger: createLogger({ level: 'silent' }),
+    });
+    const receivedAt = new Date().toISOString();
+
+    // All routed at once, as a worker's concurrency would if it had that many.
+    let facts: SimilarFacts[] = [];
+    const sent = await commandsSent(async () => {
+      facts = await Promise.all(
+        records.map((record) =>
+          grouping.group({
+            key: keyOfRecord(record.id),
+            event: 'feedback.created',
+            receivedAt,
+            record,
+          }),
+        ),
+      );
+    });
+
+    // The first delivery starts a turn alone; the others wait for it and go in full batches,
+    // two scripts each and nothing else (the enter script read the catch-up back). A script the
+    // server lacks is sent again as EVAL: MONITOR shows only the run, not the EVALSHA refused.
+    const batches = 1 + Math.ceil((records.length - 1) / MOST_PER_BATCH);
+    expect(sent.filter((command) => command !== 'evalsha' && command !== 'eval')).toEqual([]);
+    expect(sent).toHaveLength(2 * batches);
+
+    // The same partition as the in-memory engine, report by report: a delivery that matches
+    // an earlier one of its own batch joins that one's group.
+    const inMemory = new SimilarGrouper();
+    const expected = records.map((record) => inMemory.add(keyOfRecord(record.id), record).group);
+    expect(facts.map((fact) => fact.group.first.key)).toEqual(expected);
+    expect(new Set(expected).size).toBeLessThan(records.length);
+    // Each group's size as it grew, one delivery at a time.
+    const sizes = new Map<string, number>();
+    const expectedSizes = expected.map((first) => {
+      sizes.set(first, (sizes.get(first) ?? 0) + 1);
+      return sizes.get(first);
+    });
+    expect(facts.map((fact) => fact.group.size)).toEqual(expectedSizes);
+  });
+});
