@@ -279,15 +279,18 @@ function mergeByGroupLinks(
  * group for the evidence (best member + half the second best, less the background). When that
  * group is joined, the groups it was made of merge. A delivery of a problem whose earlier reports
  * each stayed alone (none had a second member to lift it) can gather them, if they agree.
+ * `oneLarge`: two groups of several never merge; `rank`: the link among the earlier report's first
+ * `rank` kept matches; `allEdges`: the new delivery matched both at `link` too (a whole triangle).
  */
 function joinWithTriangles(
   link: number,
   allMatches: () => SimilarMatch[][],
   oneLarge = false,
   rank = 10,
+  allEdges = false,
 ): Rule {
   return {
-    name: `join with triangles: matches that matched each other at >= ${link} count as one group, merged on joining${oneLarge ? '; at most one group of more than one in it' : ''}${rank < 10 ? `; the link among the first ${rank} kept matches` : ''}`,
+    name: `join with triangles: matches that matched each other at >= ${link} count as one group, merged on joining${oneLarge ? '; at most one group of more than one in it' : ''}${rank < 10 ? `; the link among the first ${rank} kept matches` : ''}${allEdges ? '; both matched at that level too' : ''}`,
     decide(ordinal, matches, groups, threshold) {
       const kept = allMatches();
       const local = new Map<number, number>();
@@ -298,7 +301,11 @@ function joinWithTriangles(
       for (const a of matches) {
         if (a.score < link) continue;
         for (const b of kept[a.ordinal]!.slice(0, rank)) {
-          if (b.score < link || !matches.some((m) => m.ordinal === b.ordinal)) continue;
+          // With allEdges, the new delivery matched both ends at the level too: a whole triangle.
+          const floor = allEdges ? link : 0;
+          if (b.score < link || !matches.some((m) => m.ordinal === b.ordinal && m.score >= floor)) {
+            continue;
+          }
           const [ga, gb] = [localFind(groups.find(a.ordinal)), localFind(groups.find(b.ordinal))];
           if (ga === gb) continue;
           // Two groups of several never merge: only groups of one are gathered (to one another or to one larger group).
@@ -347,6 +354,10 @@ for (const link of [0.2, 0.25, 0.3, 0.35, 0.4])
 for (const rank of [1, 2, 3])
   for (const link of [0.2, 0.25, 0.3, 0.35])
     rules.push(joinWithTriangles(link, () => currentMatches, true, rank));
+for (const link of [0.25, 0.275, 0.3, 0.325, 0.35, 0.375, 0.4]) {
+  rules.push(joinWithTriangles(link, () => currentMatches, true, 10, true));
+  rules.push(joinWithTriangles(link, () => currentMatches, false, 10, true));
+}
 const levels: Record<string, number[]> = {
   'sum of link scores': [0.8, 1, 1.2, 1.5, 2, 2.5, 3, 4],
   'sum / sqrt(|A| |B|)': [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1],
@@ -365,6 +376,7 @@ for (const members of [1, 2, 3])
   for (const score of [0.2, 0.25, 0.3, 0.35, 0.4]) rules.push(mergeByLinks(members, score));
 
 const fixed = (v: number) => v.toFixed(3);
+
 const files = (values.data ?? DEFAULT_DATA).map((file) => {
   const rows = readRows(file);
   return { file, rows, matches: matchesOf(rows) };
