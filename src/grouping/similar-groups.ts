@@ -278,7 +278,8 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       }
       const total = counts.reduce((sum, count) => sum + count, 0);
       if (total > candidates.length) {
-        options.logger?.warn(
+        // Info, not a warning: a busy window reaches this on every page view, by design.
+        options.logger?.info(
           { groups: total, weighed: candidates.length },
           'similar: the groups list weighed the most recently active groups of the window only',
         );

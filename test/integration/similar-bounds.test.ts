@@ -66,7 +66,7 @@ function reader() {
     prefix: env.prefix,
     ttlSeconds: TTL_SECONDS,
     logger: createLogger({
-      level: 'warn',
+      level: 'info',
       destination: { write: (line: string) => void logs.push(JSON.parse(line)) },
     }),
   });
