@@ -507,9 +507,9 @@ export function renderSimilarReport(
   return sectionReport(input, 'similar', 'similar feedback only', summary);
 }
 
-/** A paired ratio; none when bare BullMQ drained nine tenths before the worker drained a tenth. */
+/** A paired ratio; none when the round had nothing to count. */
 function pairedRatio(ratio: number): string {
-  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'under 0.11x (too slow to pair)';
+  return Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : 'none (nothing counted)';
 }
 
 /** The report of one `--only` section: a title, how and where it was measured, the section. */

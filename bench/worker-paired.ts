@@ -93,12 +93,19 @@ async function pairedRound(options: PairedWorkerOptions): Promise<PairedWorkerRo
     ];
     const cpu = () => [cpuMicros(ours.child.pid), cpuMicros(baseline.child.pid)];
     const deadline = Date.now() + 300_000;
+    // Counted from the moment both have done a tenth (their start-up left out), or, when one is
+    // so much slower that the other is nearly done first, from the resume: a figure, not "NaN".
+    const resumed = { counts: [0, 0], cpu: cpu() };
     let from: { counts: number[]; cpu: number[] } | undefined;
     for (;;) {
       if (Date.now() > deadline) throw new Error('paired worker round: no end in 5 minutes');
       const now = { counts: await counts(), cpu: cpu() };
-      if (!from && now.counts.every((count) => count >= jobs / 10)) from = now;
-      if (from && now.counts.some((count) => count >= (jobs * 9) / 10)) {
+      const finishing = now.counts.some((count) => count >= (jobs * 9) / 10);
+      if (!from && now.counts.every((count) => count >= jobs / 10)) {
+        from = finishing ? resumed : now;
+      }
+      if (finishing && !from) from = resumed;
+      if (from && finishing) {
         const [oursDone, bareDone] = now.counts.map((count, i) => count - from!.counts[i]!);
         const [oursCpu, bareCpu] = now.cpu.map((micros, i) => micros - from!.cpu[i]!);
         return {
