@@ -35,7 +35,7 @@ import {
 import { documentTerms } from '../similar/document-terms.js';
 import { chooseGroup } from '../similar/grouping.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
-import { DEFAULT_MATCH_LIMIT, SimilarityIndex } from '../similar/similarity-index.js';
+import { DEFAULT_MATCH_LIMIT, rarityOf, SimilarityIndex } from '../similar/similarity-index.js';
 import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import { readFacts, type EntryFields } from './read-facts.js';
 import { groupIdOf, projectKeys, projectsKey, type ProjectKeys } from './similar-keys.js';
@@ -434,10 +434,7 @@ function batchRarity(index: SimilarityIndex) {
   let documents = 0;
   return {
     of: (hash: number) =>
-      1 +
-      Math.log(
-        (1 + index.size + documents) / (1 + index.documentFrequency(hash) + (added.get(hash) ?? 0)),
-      ),
+      rarityOf(index.size + documents, index.documentFrequency(hash) + (added.get(hash) ?? 0)),
     add(document: CompactDocument) {
       documents += 1;
       for (const hash of document.hashes) added.set(hash, (added.get(hash) ?? 0) + 1);

@@ -61,9 +61,9 @@ export class SimilarityIndex {
     return this.postings.get(hash)?.length ?? 0;
   }
 
-  /** The term's rarity weight now: 1 + ln((1 + n) / (1 + df)). */
+  /** The term's rarity weight now (see rarityOf). */
   rarity(hash: number): number {
-    return 1 + Math.log((1 + this.size) / (1 + this.documentFrequency(hash)));
+    return rarityOf(this.size, this.documentFrequency(hash));
   }
 
   /** Adds a document after all those already added. */
@@ -223,4 +223,9 @@ function grow<T extends Int32Array | Float32Array | Float64Array>(array: T, atLe
   );
   next.set(array);
   return next;
+}
+
+/** A term's rarity weight among `documents`, `holding` of which have it: 1 + ln((1 + n) / (1 + df)). */
+export function rarityOf(documents: number, holding: number): number {
+  return 1 + Math.log((1 + documents) / (1 + holding));
 }
