@@ -57,6 +57,7 @@ local function dropOldest()
           redis.call('HDEL', of, entryKey)
           local members = base .. 'group:' .. g
           redis.call('ZREM', members, entryKey)
+          -- No members key: a group of one (similar-join.lua), this delivery; it goes with it.
           if redis.call('ZCARD', members) == 0 then redis.call('ZREM', groups, g) end
         end
       elseif value == 'pending:' .. id then
