@@ -14,6 +14,8 @@ local value = redis.call('HGET', of, key)
 if not value or string.sub(value, 1, 8) == 'pending:' then return 'not-found' end
 -- The stored grouping (stored-grouping.ts).
 local e, g, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
+-- A group stored empty is the delivery's own entry id.
+if g == '' then g = e end
 -- Its own group's id is its entry id. Its own group with no members key is a group of one.
 local own = e
 local old = base .. 'group:' .. g
@@ -40,5 +42,5 @@ end
 local firstKey = key
 if key == 'feedback.created:' .. recordId then firstKey = '' end
 local first = string.len(recordId) .. ':' .. recordId .. firstKey
-redis.call('HSET', of, key, table.concat({ e, new, '1', t, '', m, first }, '|'))
+redis.call('HSET', of, key, table.concat({ e, new == e and '' or new, '1', t, '', m, first }, '|'))
 return 'detached'

@@ -51,8 +51,10 @@ local function dropOldest()
     if entryKey then
       local value = redis.call('HGET', of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
-        -- The stored grouping (stored-grouping.ts): its entry id, then its group.
+        -- The stored grouping (stored-grouping.ts): its entry id, then its group (empty for
+        -- the entry id).
         local e, g = string.match(value, '^([^|]*)|([^|]*)|')
+        if g == '' then g = e end
         if e == id then
           redis.call('HDEL', of, entryKey)
           local members = base .. 'group:' .. g

@@ -30,7 +30,8 @@ local function addFirst(members, group, first)
   if firstKey == '' then firstKey = 'feedback.created:' .. recordId end
   local stored = redis.call('HGET', of, firstKey)
   if not stored then return end
-  local g, arrived = string.match(stored, '^[^|]*|([^|]*)|[^|]*|([^|]*)|')
+  local e, g, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
+  if g == '' then g = e end
   if g == group then redis.call('ZADD', members, arrived, firstKey) end
 end
 
@@ -41,8 +42,10 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
   if bestKey ~= '' then
     local best = redis.call('HGET', of, bestKey)
     if best and string.sub(best, 1, 8) ~= 'pending:' then
-      -- Its group (the second field) and its first (the last, after six bars).
-      group = string.match(best, '^[^|]*|([^|]*)|')
+      -- Its group (the second field, empty for its own entry id) and its first (the last, after
+      -- six bars).
+      local bestEntry, bestGroup = string.match(best, '^([^|]*)|([^|]*)|')
+      group = bestGroup == '' and bestEntry or bestGroup
       first = string.match(best, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$')
     else
       group, first = bestGroup, bestFirst
@@ -85,7 +88,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
 
   local value = table.concat({
     entry,
-    group,
+    group == entry and '' or group,
     alone and 1 or redis.call('ZCARD', members),
     string.format('%d', t),
     table.concat(crossed, ','),
