@@ -103,7 +103,9 @@ it('keeps no members key for a group of one, reads it as one, and adds the first
   expect(second.group).toMatchObject({ id: first.group.id, size: 2 });
   expect(second.crossed).toEqual([]);
   // The first joins the members key at its arrival as stored.
-  expect(await env.connection.zrange(membersKeyOf(first.group.id), 0, -1, 'WITHSCORES')).toEqual([
+  expect(
+    await env.connection.zrange(membersKeyOf(first.group.id), '0', '-1', 'WITHSCORES'),
+  ).toEqual([
     'feedback.created:fb_pay_0',
     String(START),
     'feedback.created:fb_pay_1',
@@ -131,7 +133,7 @@ it('writes no members key for a detached delivery, and drops a group of one from
 
   // Two more past SIMILAR_KEEP (3): the first (its group's last member) and the second go.
   kept.push(await grouper.group(unlike(3)), await grouper.group(unlike(4)));
-  const left = await env.connection.zrange(projectKeys(env.prefix, PROJECT).groups, 0, -1);
+  const left = await env.connection.zrange(projectKeys(env.prefix, PROJECT).groups, '0', '-1');
   const keptGroups = new Set(kept.map((facts) => readGroupId(facts.group.id)!.group));
   expect(left.sort()).toEqual([...keptGroups].sort());
   expect(await reader.get(first.group.id)).toBeUndefined();
