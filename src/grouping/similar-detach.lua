@@ -2,18 +2,21 @@
   An operator takes a delivery out of its group (similar-groups.ts): it becomes a group of its
   own, which its routing, run again, keeps (the join finds it joined). The old group keeps its
   first delivery and every other member; nothing is deleted but the delivery's membership.
+  A group of one keeps no members key (similar-join.lua): the new group has none.
   KEYS[1] the `of` hash, KEYS[2] the groups zset, KEYS[3] the stream.
-  ARGV: 1 key base, 2 delivery key, 3 ttl ms.
+  ARGV: 1 key base, 2 delivery key.
   Returns 'detached', 'alone' (in a group of its own already) or 'not-found'.
 ]]
 local of, groups, docs = KEYS[1], KEYS[2], KEYS[3]
-local base, key, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local base, key = ARGV[1], ARGV[2]
 
 local value = redis.call('HGET', of, key)
 if not value or string.sub(value, 1, 8) == 'pending:' then return 'not-found' end
 -- The stored grouping (stored-grouping.ts).
 local e, g, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
--- Its own group's id is its entry id.
+-- A group stored empty is the delivery's own entry id.
+if g == '' then g = e end
+-- Its own group's id is its entry id. Its own group with no members key is a group of one.
 local own = e
 local old = base .. 'group:' .. g
 if g == own .. '.d' or (g == own and redis.call('ZCARD', old) <= 1) then
@@ -25,9 +28,6 @@ if g == own then new = own .. '.d' end
 
 redis.call('ZREM', old, key)
 if redis.call('ZCARD', old) == 0 then redis.call('ZREM', groups, g) end
-local members = base .. 'group:' .. new
-redis.call('ZADD', members, t, key)
-redis.call('PEXPIRE', members, ttl)
 local last = redis.call('ZSCORE', groups, new)
 if not last or tonumber(last) < tonumber(t) then redis.call('ZADD', groups, t, new) end
 
@@ -42,5 +42,5 @@ end
 local firstKey = key
 if key == 'feedback.created:' .. recordId then firstKey = '' end
 local first = string.len(recordId) .. ':' .. recordId .. firstKey
-redis.call('HSET', of, key, table.concat({ e, new, '1', t, '', m, first }, '|'))
+redis.call('HSET', of, key, table.concat({ e, new == e and '' or new, '1', t, '', m, first }, '|'))
 return 'detached'

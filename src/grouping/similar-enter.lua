@@ -51,12 +51,15 @@ local function dropOldest()
     if entryKey then
       local value = redis.call('HGET', of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
-        -- The stored grouping (stored-grouping.ts): its entry id, then its group.
+        -- The stored grouping (stored-grouping.ts): its entry id, then its group (empty for
+        -- the entry id).
         local e, g = string.match(value, '^([^|]*)|([^|]*)|')
+        if g == '' then g = e end
         if e == id then
           redis.call('HDEL', of, entryKey)
           local members = base .. 'group:' .. g
           redis.call('ZREM', members, entryKey)
+          -- No members key: a group of one (similar-join.lua), this delivery; it goes with it.
           if redis.call('ZCARD', members) == 0 then redis.call('ZREM', groups, g) end
         end
       elseif value == 'pending:' .. id then

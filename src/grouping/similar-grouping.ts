@@ -44,8 +44,11 @@ import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './s
 const ENTER = readFileSync(new URL('./similar-enter.lua', import.meta.url), 'utf8');
 const JOIN = readFileSync(new URL('./similar-join.lua', import.meta.url), 'utf8');
 
-/** Characters of a title kept in an entry: enough for a list of matches. */
-export const TITLE_CHARACTERS = 120;
+/**
+ * Characters of a title kept in an entry: enough to tell matches apart in a list (the delivery
+ * history has the whole title). Paid once per delivery kept (docs/similar.md, "Cost").
+ */
+export const TITLE_CHARACTERS = 60;
 
 /** The first of no group: the join reads it only with a best match. */
 const NO_FIRST: readonly [string, string] = ['', ''];

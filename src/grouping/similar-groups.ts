@@ -214,7 +214,14 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
     const bucketMs = Math.max(1, (untilMs - sinceMs) / ARRIVAL_BUCKETS);
     return found.map(({ group, lastAt }, i) => {
       const arrivals = new Array<number>(ARRIVAL_BUCKETS).fill(0);
-      const scored = answers[i * 4 + 2] as string[];
+      // No members key: a group of one (similar-join.lua), its first, arrived as it stored.
+      const alone = Number(answers[i * 4]) === 0 && firstEntries[i] !== undefined;
+      const firstAt = stored[i]?.t ?? lastAt;
+      const scored = alone
+        ? firstAt > sinceMs
+          ? [firstKeys[i]!, String(firstAt)]
+          : []
+        : (answers[i * 4 + 2] as string[]);
       for (let s = 1; s < scored.length; s += 2) {
         const bucket = Math.floor((Number(scored[s]) - sinceMs) / bucketMs);
         const at = Math.min(ARRIVAL_BUCKETS - 1, Math.max(0, bucket));
@@ -225,7 +232,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       return {
         id: groupIdOf(project, group),
         project,
-        size: Number(answers[i * 4]),
+        size: alone ? 1 : Number(answers[i * 4]),
         first: {
           key: firstKeys[i]!,
           recordId: entry?.recordId ?? '',
@@ -234,7 +241,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         },
         lastAt,
         arrivals,
-        inWindow: Number(answers[i * 4 + 1]),
+        inWindow: alone ? scored.length / 2 : Number(answers[i * 4 + 1]),
       };
     });
   };
@@ -291,12 +298,14 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         weighing.zcard(members);
       }
       const weights = results(await weighing.exec()).map(Number);
+      // No members key: a group of one (similar-join.lua), whose one arrival, its last, is in
+      // the window (the candidates' last arrivals are).
       const chosen = candidates
         .map((candidate, i) => ({
           ...candidate,
           id: groupIdOf(candidate.project, candidate.group),
-          inWindow: weights[i * 2]!,
-          size: weights[i * 2 + 1]!,
+          inWindow: weights[i * 2 + 1]! === 0 ? 1 : weights[i * 2]!,
+          size: weights[i * 2 + 1]! || 1,
         }))
         .sort(fastestGrowing)
         .slice(0, most);
@@ -337,6 +346,10 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       for (let i = 0; i + 1 < scored.length; i += 2) {
         members.push({ key: scored[i]!, at: Number(scored[i + 1]) });
       }
+      // No members key: a group of one (similar-join.lua), its first.
+      if (members.length === 0 && summary!.size === 1) {
+        members.push({ key: summary!.first.key, at: summary!.first.at });
+      }
       const stored =
         members.length === 0 ? [] : await connection.hmget(keys.of, ...members.map((m) => m.key));
       const entries = await readEntries(
@@ -361,7 +374,8 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const stored = readStored(found?.value);
       if (!found || !stored) return undefined;
       const keys = projectKeys(prefix, found.project);
-      const size = await connection.zcard(groupMembersKey(keys, stored.g));
+      // No members key: a group of one (similar-join.lua), this delivery.
+      const size = (await connection.zcard(groupMembersKey(keys, stored.g))) || 1;
       return readFacts(connection, found.project, keys, stored, size);
     },
 
@@ -376,14 +390,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const found = await find(key, project);
       if (!found) return 'not-found';
       const keys = projectKeys(prefix, found.project);
-      return connection.similarDetach(
-        keys.of,
-        keys.groups,
-        keys.docs,
-        keys.base,
-        key,
-        String(options.ttlSeconds * 1000),
-      );
+      return connection.similarDetach(keys.of, keys.groups, keys.docs, keys.base, key);
     },
   };
 }

@@ -12,10 +12,28 @@
   Returns each delivery's stored value (stored-grouping.ts): the one already there when it had
   joined before (a routing that runs again, or one an operator detached), so a delivery is in one
   group only and counted once.
+  A group of one keeps no members key (most groups are of one: issue 30, memory): its one member
+  is its first, whose arrival is in its stored value. The second to join adds the first too.
 ]]
 local of, groups = KEYS[1], KEYS[2]
 local base, ttl = ARGV[1], tonumber(ARGV[2])
 local windows = cjson.decode(ARGV[3])
+
+-- The first of a group of one, as the group's second joins: only while it is stored in this
+-- group (one that has not joined yet adds itself when it does; one detached or dropped is not
+-- a member), at its arrival as stored.
+local function addFirst(members, group, first)
+  local length, rest = string.match(first, '^(%d+):(.*)$')
+  if not length then return end
+  local recordId = string.sub(rest, 1, tonumber(length))
+  local firstKey = string.sub(rest, tonumber(length) + 1)
+  if firstKey == '' then firstKey = 'feedback.created:' .. recordId end
+  local stored = redis.call('HGET', of, firstKey)
+  if not stored then return end
+  local e, g, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
+  if g == '' then g = e end
+  if g == group then redis.call('ZADD', members, arrived, firstKey) end
+end
 
 local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, matches)
   local current = redis.call('HGET', of, key)
@@ -24,8 +42,10 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
   if bestKey ~= '' then
     local best = redis.call('HGET', of, bestKey)
     if best and string.sub(best, 1, 8) ~= 'pending:' then
-      -- Its group (the second field) and its first (the last, after six bars).
-      group = string.match(best, '^[^|]*|([^|]*)|')
+      -- Its group (the second field, empty for its own entry id) and its first (the last, after
+      -- six bars).
+      local bestEntry, bestGroup = string.match(best, '^([^|]*)|([^|]*)|')
+      group = bestGroup == '' and bestEntry or bestGroup
       first = string.match(best, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$')
     else
       group, first = bestGroup, bestFirst
@@ -33,8 +53,12 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
   end
 
   local members = base .. 'group:' .. group
-  redis.call('ZADD', members, t, key)
-  redis.call('PEXPIRE', members, ttl)
+  local alone = bestKey == '' and redis.call('EXISTS', members) == 0
+  if not alone then
+    if redis.call('EXISTS', members) == 0 then addFirst(members, group, first) end
+    redis.call('ZADD', members, t, key)
+    redis.call('PEXPIRE', members, ttl)
+  end
   local last = redis.call('ZSCORE', groups, group)
   last = last and tonumber(last)
   if not last or last < t then redis.call('ZADD', groups, t, group) end
@@ -48,7 +72,8 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
   local crossed = {}
   for _, window in ipairs(windows) do
     local atLeast, within = window[1], window[2]
-    local count = redis.call('ZCOUNT', members, '(' .. (now - within), now)
+    local count = 1
+    if not alone then count = redis.call('ZCOUNT', members, '(' .. (now - within), now) end
     local marker = base .. 'crossed:' .. group .. ':' .. atLeast .. ':' .. within
     if count >= atLeast then
       if redis.call('SET', marker, '1', 'NX', 'PX', within) then
@@ -63,8 +88,8 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
 
   local value = table.concat({
     entry,
-    group,
-    redis.call('ZCARD', members),
+    group == entry and '' or group,
+    alone and 1 or redis.call('ZCARD', members),
     string.format('%d', t),
     table.concat(crossed, ','),
     matches,

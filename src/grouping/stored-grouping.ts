@@ -5,7 +5,8 @@
  *
  *   entry id | group | size | arrival ms | crossed | matches | first
  *
- * - group: the group's own id within its project (see similar-keys.ts);
+ * - group: the group's own id within its project (see similar-keys.ts), empty when it is the
+ *   entry id (a delivery that started its group: most do; issue 30, memory);
  * - crossed: `atLeast:withinMs` pairs, comma-separated;
  * - matches: per match, its entry's distance back from this entry in base 36 (`ms` or `ms.seq`),
  *   a colon and its score in thousandths, base 36; comma-separated, best first. Only this file
@@ -47,7 +48,7 @@ export function readStored(value: string | null | undefined): StoredGrouping | u
   const key = bytes.subarray(Number(length)).toString('utf8');
   return {
     e,
-    g,
+    g: g === '' ? e : g,
     s: Number(s),
     t: Number(t),
     f: [key === '' ? keyOfRecord(recordId) : key, recordId],

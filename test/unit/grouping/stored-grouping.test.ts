@@ -51,6 +51,10 @@ describe('a stored grouping', () => {
     for (const grouping of groupings) expect(readStored(stored(grouping))).toEqual(grouping);
   });
 
+  it('reads an empty group as the entry id (a delivery that started its group)', () => {
+    expect(readStored('5-0||1|5|||4:fb_1')).toMatchObject({ e: '5-0', g: '5-0' });
+  });
+
   it('keeps a key made of the record id as the record id alone', () => {
     expect(encodeFirst(['feedback.created:fb_1', 'fb_1'])).toBe('4:fb_1');
     expect(encodeFirst(['msg_1', 'fb_1'])).toBe('4:fb_1msg_1');
