@@ -40,6 +40,11 @@ end
 local function dropOldest()
   local byCount, byAge = 0, 0
   local length = redis.call('XLEN', docs)
+  if length == 0 then return byCount, byAge end
+  -- Nothing due (the usual case below the count): the oldest entry alone says so, without
+  -- reading a hundred entries for each delivery of a batch.
+  local head = redis.call('XRANGE', docs, '-', '+', 'COUNT', 1)[1][1]
+  if length < keep and not older(head, minId) then return byCount, byAge end
   local oldest = redis.call('XRANGE', docs, '-', '+', 'COUNT', mostDropped)
   for _, entry in ipairs(oldest) do
     local id, fields = entry[1], entry[2]

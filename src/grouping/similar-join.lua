@@ -38,6 +38,12 @@ end
 local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, matches)
   local current = redis.call('HGET', of, key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then return current end
+  -- Its entry was dropped before it joined (past SIMILAR_KEEP, by a later delivery of its own
+  -- batch, say): nothing of it is stored, so nothing outlives the entry. Its run sees a group of
+  -- its own.
+  if current ~= 'pending:' .. entry then
+    return table.concat({ entry, '', 1, string.format('%d', t), '', '', first }, '|')
+  end
 
   if bestKey ~= '' then
     local best = redis.call('HGET', of, bestKey)

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSimilarGrouping, MOST_PER_BATCH } from '../../src/grouping/similar-grouping.js';
+import { groupMembersKey, projectKeys } from '../../src/grouping/similar-keys.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
@@ -105,5 +106,46 @@ describe('grouping a project in batches (group commit)', () => {
       return sizes.get(first);
     });
     expect(facts.map((fact) => fact.group.size)).toEqual(expectedSizes);
+  });
+
+  it('stores nothing of a delivery whose entry a later one of its batch dropped past the count', async () => {
+    const keep = 5;
+    const grouping = createSimilarGrouping({
+      connection,
+      prefix: 'fr',
+      threshold: DEFAULT_SIMILAR_THRESHOLD,
+      keep,
+      ttlSeconds: 3600,
+      windows: [],
+      logger: createLogger({ level: 'silent' }),
+    });
+    const receivedAt = new Date().toISOString();
+    // One batch of ten alike: the last five drop the first five as they enter.
+    const facts = await Promise.all(
+      Array.from({ length: 2 * keep }, (_, i) =>
+        grouping.group({
+          key: keyOfRecord(`fb_${i}`),
+          event: 'feedback.created',
+          receivedAt,
+          record: { id: `fb_${i}`, project_id: 'prj', title: 'Checkout page crashes on submit' },
+        }),
+      ),
+    );
+    expect(facts).toHaveLength(2 * keep);
+    const keys = projectKeys('fr', 'prj');
+    const entries = new Set(
+      (await connection.xrange(keys.docs, '-', '+')).map(
+        ([, fields]) => fields[fields.indexOf('r') + 1],
+      ),
+    );
+    expect(entries.size).toBe(keep);
+    // Every stored line and every member is of a delivery whose entry the stream keeps.
+    const stored = (await connection.hkeys(keys.of)).map((key) => key.slice(key.indexOf(':') + 1));
+    expect(stored.sort()).toEqual([...entries].sort());
+    for (const group of await connection.zrange(keys.groups, '0', '-1')) {
+      for (const member of await connection.zrange(groupMembersKey(keys, group), '0', '-1')) {
+        expect(entries.has(member.slice(member.indexOf(':') + 1)), member).toBe(true);
+      }
+    }
   });
 });
