@@ -28,7 +28,8 @@ import {
   renderSimilarReport,
   renderTriageReport,
 } from './report.js';
-import { benchSimilar, SIMILAR_DATA } from './similar-bench.js';
+import { benchSimilar } from './similar-bench.js';
+import { SIMILAR_DATA } from './similar-data.js';
 import { benchTracing } from './tracing-bench.js';
 import { benchTriage, REAL_MINUTE_MS } from './triage-bench.js';
 import { benchWorker } from './worker-bench.js';

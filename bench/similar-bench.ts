@@ -11,7 +11,6 @@
  * - Memory: MEMORY USAGE of grouping's keys, per delivery kept.
  * - The worker's paired ratio to bare BullMQ (worker-paired.ts) with grouping on and off.
  */
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
@@ -23,14 +22,9 @@ import { signHmacSha256 } from '../src/webhooks/hmac-sha256.js';
 import type { Pinning } from './pinning.js';
 import { CLI, here, startReceiverUnderTest, startServer, type Server } from './processes.js';
 import { scoreGrouping, type GroupingScores, type ScoredReport } from './similar-scores.js';
+import { readSimilarData, type SimilarDataLine } from './similar-data.js';
 import { median } from './stats.js';
 import { benchWorkerPaired, type PairedWorkerOptions } from './worker-paired.js';
-
-export const SIMILAR_DATA_DIR = '/work/shared/data/similar';
-export const SIMILAR_DATA = [
-  `${SIMILAR_DATA_DIR}/webapp-650.jsonl`,
-  `${SIMILAR_DATA_DIR}/seamonkey-1076.jsonl`,
-];
 
 export interface SimilarBenchOptions {
   readonly redis: Redis;
@@ -64,10 +58,7 @@ export interface SimilarBenchResult {
   readonly ratio: { readonly on: number; readonly off: number };
 }
 
-interface DataLine {
-  readonly group: string;
-  readonly record: Record<string, unknown> & { id: string };
-}
+type DataLine = SimilarDataLine<Record<string, unknown> & { id: string }>;
 
 const SECRET = 'bench-similar-secret-0123456789';
 const TOKEN = 'bench-similar-token';
@@ -78,12 +69,15 @@ const NO_OP_HANDLER = here('../../bench/no-op-handler.mjs');
 export async function benchSimilar(options: SimilarBenchOptions): Promise<SimilarBenchResult> {
   const files = [];
   for (const [index, file] of options.data.entries()) {
-    const lines = readLines(file);
+    const lines = readSimilarData<DataLine['record']>(file);
     const reports = await replay(options, `bench-similar-${index}`, lines);
     files.push({ file: basename(file), reports: lines.length, scores: scoreGrouping(reports) });
     process.stderr.write(`similar   ${basename(file)}: ${JSON.stringify(files.at(-1)!.scores)}\n`);
   }
-  const { timing, bytesPerDelivery } = await timeGrouping(options, options.data.flatMap(readLines));
+  const { timing, bytesPerDelivery } = await timeGrouping(
+    options,
+    options.data.flatMap((file) => readSimilarData<DataLine['record']>(file)),
+  );
   const paired = async (similar: 'on' | 'off') =>
     median(
       (
@@ -294,11 +288,4 @@ async function memoryOf(redis: Redis, prefix: string): Promise<number> {
     for (const key of keys) bytes += (await redis.memory('USAGE', key, 'SAMPLES', '0')) ?? 0;
   } while (cursor !== '0');
   return bytes;
-}
-
-function readLines(file: string): DataLine[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as DataLine);
 }

@@ -12,17 +12,13 @@
  *     [--rule fragments]   how the engine splits each of webapp's true groups at 0.325
  * Results and why: bench/similar-what-we-tried.md, "Third round".
  */
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { SimilarRecord } from '../src/similar/considered-text.js';
 import { bestGroup, groupEvidence } from '../src/similar/grouping.js';
 import { SimilarGrouper } from '../src/similar/similar-grouper.js';
 import type { SimilarMatch } from '../src/similar/similarity-index.js';
+import { readSimilarData, SIMILAR_DATA, type SimilarDataLine } from './similar-data.js';
 import { scoreGrouping } from './similar-scores.js';
-
-const DATA_DIR = '/work/shared/data/similar';
-const DEFAULT_DATA = [`${DATA_DIR}/webapp-650.jsonl`, `${DATA_DIR}/seamonkey-1076.jsonl`];
 
 const { values } = parseArgs({
   options: {
@@ -31,17 +27,7 @@ const { values } = parseArgs({
   },
 });
 
-interface Row {
-  group: string;
-  record: SimilarRecord & { id: string };
-}
-
-function readRows(file: string): Row[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as Row);
-}
+type Row = SimilarDataLine;
 
 /** Each record's 10 best earlier matches, in arrival order. */
 function matchesOf(rows: Row[]): SimilarMatch[][] {
@@ -377,8 +363,8 @@ for (const members of [1, 2, 3])
 
 const fixed = (v: number) => v.toFixed(3);
 
-const files = (values.data ?? DEFAULT_DATA).map((file) => {
-  const rows = readRows(file);
+const files = (values.data ?? SIMILAR_DATA).map((file) => {
+  const rows = readSimilarData(file);
   return { file, rows, matches: matchesOf(rows) };
 });
 for (const rule of rules) {

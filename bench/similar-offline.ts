@@ -11,7 +11,6 @@
  *
  * Timing runs must hold the bench lock: `flock -x /work/bench.lock node dist-bench/...`.
  */
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -32,10 +31,8 @@ import {
   SECOND_MEMBER_WEIGHT,
 } from '../src/similar/grouping.js';
 import { SimilarGrouper } from '../src/similar/similar-grouper.js';
+import { readSimilarData, SIMILAR_DATA, type SimilarDataLine } from './similar-data.js';
 import { percentile } from './stats.js';
-
-const DATA_DIR = '/work/shared/data/similar';
-const DEFAULT_DATA = [`${DATA_DIR}/webapp-650.jsonl`, `${DATA_DIR}/seamonkey-1076.jsonl`];
 
 const { values } = parseArgs({
   options: {
@@ -76,17 +73,7 @@ const terms: TermOptions = {
   prefixLength: number(values.prefix, DEFAULT_TERM_OPTIONS.prefixLength),
 };
 
-interface Row {
-  group: string;
-  record: SimilarRecord & { id: string };
-}
-
-function readRows(file: string): Row[] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as Row);
-}
+type Row = SimilarDataLine;
 
 interface Replay {
   recallAt: Record<1 | 5 | 10, number>;
@@ -177,8 +164,8 @@ console.log(
   `options: threshold ${threshold}, second member weight ${secondMemberWeight}, background weight ${backgroundWeight}, max terms ${maxTerms}, title weight ${terms.titleWeight}, ` +
     `pair weight ${terms.pairWeight}, piece weight ${terms.pieceWeight}, url weight ${terms.urlWeight}, prefix ${terms.prefixLength}`,
 );
-for (const file of values.data ?? DEFAULT_DATA) {
-  const rows = readRows(file);
+for (const file of values.data ?? SIMILAR_DATA) {
+  const rows = readSimilarData(file);
   const result = replay(rows, threshold);
   console.log(
     `\n## ${basename(file)}: ${rows.length} reports, ${result.withEarlier} with an earlier one in their group`,
@@ -217,8 +204,8 @@ function rowsForTiming(): SimilarRecord[] {
   // Real words (both files' vocabulary) in synthetic reports: each draws its title and
   // description from a seeded Zipf over the words, so postings are as long as real ones get.
   const words = new Map<string, number>();
-  for (const file of DEFAULT_DATA) {
-    for (const { record } of readRows(file)) {
+  for (const file of SIMILAR_DATA) {
+    for (const { record } of readSimilarData(file)) {
       for (const word of `${record.title ?? ''} ${record.description ?? ''}`.split(/\s+/)) {
         if (word !== '') words.set(word, (words.get(word) ?? 0) + 1);
       }
