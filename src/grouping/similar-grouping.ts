@@ -37,6 +37,7 @@ import { chooseGroup } from '../similar/grouping.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
 import { DEFAULT_MATCH_LIMIT, rarityOf, SimilarityIndex } from '../similar/similarity-index.js';
 import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
+import { projectOf } from '../webhooks/feedback-record.js';
 import { readFacts, type EntryFields } from './read-facts.js';
 import { groupIdOf, projectKeys, projectsKey, type ProjectKeys } from './similar-keys.js';
 import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './stored-grouping.js';
@@ -414,7 +415,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
   const group = (delivery: Delivery): Promise<SimilarFacts> =>
     new Promise((resolve, reject) => {
       const record = delivery.record;
-      const project = typeof record.project_id === 'string' ? record.project_id : '';
+      const project = projectOf(record);
       const queue = waiting.get(project);
       if (queue) {
         queue.push({ delivery, resolve, reject });

@@ -17,6 +17,7 @@ import type { HistorySearch, HistoryState } from '../history/history-search.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
+import { projectOf } from '../webhooks/feedback-record.js';
 import { addRuns, ROUTING, runJobId, type RunQueues } from './run-queues.js';
 import { readRoster } from './handler-roster.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
@@ -183,7 +184,7 @@ export function createBulkActions(options: {
     // Its routing grouped it before (a run added then carries the facts); the new run sees the
     // same facts, a crossing included: a run again is the first run once more, not a new arrival.
     const { record } = read.delivery;
-    const project = typeof record.project_id === 'string' ? record.project_id : '';
+    const project = projectOf(record);
     const similar = await options.similarFacts?.(read.delivery.key, project);
     await addRuns(
       runQueues,

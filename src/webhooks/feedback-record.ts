@@ -76,3 +76,8 @@ export const FeedbackRecordSchema = z.looseObject({
 
 /** A feedback record as the service sends it and as `PATCH /v1/feedback/{id}` returns it. */
 export type FeedbackRecord = z.infer<typeof FeedbackRecordSchema>;
+
+/** The record's project, or '' when the record names none: what grouping keys a project by. */
+export function projectOf(record: FeedbackRecord): string {
+  return typeof record.project_id === 'string' ? record.project_id : '';
+}
