@@ -21,7 +21,10 @@ import { readRoster } from './handler-roster.js';
  */
 export { ROUTING } from '../history/delivery-history.js';
 
-/** The queue of one handler's runs. (BullMQ refuses `:` in a queue name; handler names have none.) */
+/** A handler's name (defineHandler): it names a queue too, and BullMQ refuses `:` there. */
+export const HANDLER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/** The queue of one handler's runs. */
 export function runQueueName(handler: string): string {
   return `runs-${handler}`;
 }
@@ -215,7 +218,7 @@ export async function addRuns(
     readonly similar?: SimilarFacts | undefined;
   },
   runs: readonly NewRun[],
-  { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
+  { dedupeTtlSeconds, retention }: AddRunsOptions,
 ): Promise<void> {
   await Promise.all(
     runs.map(({ handler, attempts, life }) => {
@@ -225,17 +228,26 @@ export async function addRuns(
         ...(routed.similar ? { similar: routed.similar } : {}),
       };
       const jobId = runJobId(routed.deliveryJobId, handler);
-      const opts: JobsOptions = {
-        ...retention,
-        jobId,
-        deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
-        attempts,
-        backoff: { type: RUN_BACKOFF_TYPE },
-        keepLogs: MOST_ATTEMPT_RECORDS,
-      };
+      const opts = runJobOptions(jobId, attempts, { dedupeTtlSeconds, retention });
       return queues.of(handler).add(handler, data, opts);
     }),
   );
+}
+
+/** How every run job is added: under its id, which is also its deduplication id. */
+export function runJobOptions(
+  jobId: string,
+  attempts: number,
+  { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
+): JobsOptions {
+  return {
+    ...retention,
+    jobId,
+    deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
+    attempts,
+    backoff: { type: RUN_BACKOFF_TYPE },
+    keepLogs: MOST_ATTEMPT_RECORDS,
+  };
 }
 
 /** Writes the record of an attempt that did not complete its run, as a line of the job's logs. */
