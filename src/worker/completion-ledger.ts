@@ -32,7 +32,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster } from 'ioredis';
 import type { Logger } from '../logger.js';
-import { closeConnection, duplicateConnection, type RedisConnection } from '../queue/redis.js';
+import {
+  CLOSE_WITHIN_MS,
+  closeConnection,
+  duplicateConnection,
+  settlesWithin,
+  type RedisConnection,
+} from '../queue/redis.js';
 import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
 import { succeededMarkerKey } from '../runs/run-queues.js';
 import { detached } from '../tracing/tracer.js';
@@ -62,7 +68,7 @@ export interface CompletionLedger {
   readonly marksEverySuccess: boolean;
   /**
    * Stops listening to the connection and writes the markers of every success still held,
-   * waiting for Redis up to `CLOSE_WAIT_MS`: a shutdown does not hang on a Redis that is away.
+   * waiting for Redis up to CLOSE_WITHIN_MS: a shutdown does not hang on a Redis that is away.
    * What cannot be written is logged at error, with the runs' success keys.
    */
   close(): Promise<void>;
@@ -97,9 +103,6 @@ export interface CompletionLedgerOptions {
    */
   readonly now?: () => number;
 }
-
-/** How long closing waits for the last markers to be written. */
-export const CLOSE_WAIT_MS = 2_000;
 
 /** Most successes held at once: some 3 MB; a minute and a half of runs at 100 a second. */
 export const MOST_HELD = 10_000;
@@ -347,10 +350,7 @@ export function createCompletionLedger({
       }
       prune();
       if (held.size > 0) {
-        await Promise.race([
-          writeMarkers().catch(() => undefined),
-          sleep(CLOSE_WAIT_MS, undefined, { ref: false }),
-        ]);
+        await settlesWithin(writeMarkers(), CLOSE_WITHIN_MS);
       }
       if (held.size > 0) {
         const keys = [...held.keys()];

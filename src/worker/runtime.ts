@@ -8,7 +8,6 @@
  * primary, so nothing here watches for a worker that stopped taking jobs.
  */
 import { Queue, Worker, type Job } from 'bullmq';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -25,6 +24,7 @@ import {
   CLOSE_WITHIN_MS,
   closeConnection,
   duplicateConnection,
+  settlesWithin,
   type RedisConnection,
 } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
@@ -271,13 +271,4 @@ interface OwnWorker {
   close(): Promise<void>;
   /** Cuts it off from Redis without waiting: its running jobs run again elsewhere. Returns at once. */
   abandon(): void;
-}
-
-/** Whether `promise` settled within `ms`; it goes on either way. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const settled = promise.then(
-    () => true,
-    () => true,
-  );
-  return Promise.race([settled, sleep(ms, false, { ref: false })]);
 }
