@@ -75,7 +75,6 @@ const BATCH = 50;
 const PROGRESS_TTL_SECONDS = 86_400;
 
 interface Target {
-  readonly deliveryKey: string;
   readonly deliveryJobId: string;
   readonly handler: string;
 }
@@ -113,9 +112,6 @@ export function createBulkActions(options: {
   let closing = false;
 
   async function targets(selection: BulkSelection): Promise<{ found: number; runs: Target[] }> {
-    if (selection.action === 'run-again' && !selection.handler) {
-      throw new BulkSelectionError('run-again needs a handler');
-    }
     const since = selection.sinceMs === undefined ? 0 : Date.now() - selection.sinceMs;
     // One search, read once: new deliveries arriving meanwhile cannot shift it.
     const { entries } = await history.search({
@@ -310,9 +306,9 @@ export function createBulkActions(options: {
 
 /** The runs an action takes from one delivery of the result. */
 function targetsOf(entry: HistoryEntry, selection: BulkSelection): Target[] {
-  const base = { deliveryKey: entry.key, deliveryJobId: entry.deliveryJobId };
-  if (selection.action === 'run-again') return [{ ...base, handler: selection.handler! }];
+  const { deliveryJobId } = entry;
+  if (selection.action === 'run-again') return [{ deliveryJobId, handler: selection.handler! }];
   return Object.entries(entry.outcomes)
     .filter(([, outcome]) => outcome.state === 'failed')
-    .map(([handler]) => ({ ...base, handler }));
+    .map(([handler]) => ({ deliveryJobId, handler }));
 }
