@@ -1,11 +1,7 @@
 /**
- * What a run is in Redis. A run is one handler's work on one delivery, and it is one job of its
- * handler's own queue, `runs-<handler>`, from its first attempt: BullMQ's attempts, backoff,
- * delay, rate limit and failed state are the run's. A worker consumes only the queues of the
- * handlers it has, so a run whose handler no worker has waits in its queue; pausing, concurrency
- * and rate limits come per handler, from BullMQ. The routing job adds a delivery's runs and
- * completes; every attempt is made by the worker's one executor (src/worker/runs.ts). docs/runs.md
- * draws the whole life.
+ * What a run is in Redis: one handler's work on one delivery is one job of its handler's own
+ * queue, `runs-<handler>`, from its first attempt, so BullMQ's attempts, backoff, delay, rate limit
+ * and failed state are the run's. docs/runs.md draws its whole life.
  */
 import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
@@ -120,10 +116,7 @@ export interface AttemptRecord {
 /** A run job's data: the delivery, so an attempt reads nothing else. */
 export interface HandlerRunData {
   readonly delivery: Delivery;
-  /**
-   * How often an operator started the run afresh (restart.ts); none is 0. A success is known by
-   * its life (runSuccessKey), so one of an earlier life cannot pass for the new life's.
-   */
+  /** How often an operator started the run afresh (restart.ts); none is 0. See runSuccessKey. */
   readonly life?: number;
   /** What grouping found for the delivery (ctx.similar); absent when SIMILAR=off. */
   readonly similar?: SimilarFacts;

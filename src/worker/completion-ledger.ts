@@ -24,10 +24,8 @@
  * (`holdAtMostMs` since the handler returned). What it lets go falls back to at-least-once (its
  * handler may run again after a failover or a long outage), and a warning says how many.
  *
- * A run's success is known by its success key (runSuccessKey: the handler, the delivery's key,
- * and the run's life), not by its job id: a delivery sent again as a new job after a failover is
- * the same delivery, while an operator's run again or retry starts a new life (restart.ts), which
- * no success of an earlier life matches, held or marked, so the ledger cannot undo it.
+ * A run's success is known by its success key (runSuccessKey), which a delivery sent again after
+ * a failover shares and an operator's run again or retry does not: the ledger cannot undo those.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster } from 'ioredis';
@@ -43,18 +41,13 @@ import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-wr
 import { succeededMarkerKey } from '../runs/run-queues.js';
 import { detached } from '../tracing/tracer.js';
 
-/**
- * Runs are known by their success key (runSuccessKey), so a delivery sent again as a new job
- * after a failover lost it is recognised; a confirmation is matched to its job id too, so that
- * another job of the same key confirms nothing it did not do.
- */
 export interface CompletionLedger {
   /**
    * The handler of this run returned. Its marker, if one is written, lasts as long as the
    * delivery is remembered: DEDUPE_TTL_SECONDS from `receivedAt` (ms), as its deduplication does.
    */
   succeeded(successKey: string, jobId: string, receivedAt: number): void;
-  /** BullMQ recorded the run's job as completed. */
+  /** BullMQ recorded the run's job as completed (another job of the same key confirms nothing). */
   confirmed(successKey: string, jobId: string): void;
   /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
   holds(successKey: string): boolean;
@@ -84,8 +77,6 @@ export interface CompletionLedgerOptions {
   /** How long a marker is kept: as long as a delivery is remembered. */
   readonly ttlSeconds: number;
   readonly logger: Logger;
-  /** How long a recorded run waits for others to share its write. Default: 20. */
-  readonly batchMs?: number;
   /** ACK_REPLICAS: how many replicas must hold a marker before a success is let go. */
   readonly acks?: ReplicaAcks;
   /**
@@ -112,6 +103,9 @@ export const MOST_HELD = 10_000;
  * play (a 30 s outage; a promotion, then the worker back on the new primary).
  */
 export const HOLD_AT_MOST_MS = 5 * 60_000;
+
+/** How long a recorded run waits for others to share its write. */
+const BATCH_MS = 20;
 
 /** How soon markers that could not be written (or replicated) are tried again. */
 const RETRY_MS = 1_000;
@@ -141,7 +135,6 @@ export function createCompletionLedger({
   prefix,
   ttlSeconds,
   logger,
-  batchMs = 20,
   acks,
   confirmWithinMs = 5_000,
   mostHeld = MOST_HELD,
@@ -246,7 +239,7 @@ export function createCompletionLedger({
 
   let batch: Promise<void> | undefined;
   // Outside the trace of the run whose success started the batch: its lines are the ledger's.
-  const writeBatch = (delayMs = batchMs) => (batch ??= detached(() => nextBatch(delayMs)));
+  const writeBatch = (delayMs = BATCH_MS) => (batch ??= detached(() => nextBatch(delayMs)));
   const nextBatch = (delayMs: number) =>
     sleep(delayMs, undefined, { ref: false }).then(async () => {
       batch = undefined;

@@ -10,9 +10,7 @@
  *    backoff), BullMQ's manual rate limit (wait: the handler's whole queue waits, and the job
  *    goes back to waiting), UnrecoverableError (fail: the dead letter), moveToWait (interrupted
  *    by shutdown). A run's state is its job's.
- * 3. A worker consumes only the queues of the handlers it has: a run whose handler no worker has
- *    (a rolling deploy, a handler taken out) waits in its queue, and nothing takes it meanwhile.
- * 4. A run that completed is not run again: a job that was started before without an outcome
+ * 3. A run that completed is not run again: a job that was started before without an outcome
  *    asks the completion ledger first (completion-ledger.ts).
  */
 import {
