@@ -152,23 +152,16 @@ export function createBulkActions(options: {
     selection: BulkSelection,
     attempts: number | undefined,
   ): Promise<boolean> {
-    if (target.handler === ROUTING) {
-      // A routing that failed for good: retried as a failed run is, it routes its delivery again.
-      const job = await deliveries.getJob(target.deliveryJobId);
-      return job ? startAfresh(job, 'failed', markers) : false;
-    }
-    const queue = runQueues.of(target.handler);
-    const id = runJobId(target.deliveryJobId, target.handler);
-    const job = await queue.getJob(id);
+    // A routing that failed for good is retried as a failed run is: it routes its delivery again.
+    const routing = target.handler === ROUTING;
+    const id = routing ? target.deliveryJobId : runJobId(target.deliveryJobId, target.handler);
+    const job = await (routing ? deliveries : runQueues.of(target.handler)).getJob(id);
     if (job) {
-      const state = await job.getState();
-      if (state === 'failed') return startAfresh(job, 'failed', markers);
-      if (state === 'completed' && selection.action === 'run-again') {
-        return startAfresh(job, 'completed', markers);
-      }
-      return false;
+      if (await startAfresh(job, 'failed', markers)) return true;
+      return selection.action === 'run-again' && startAfresh(job, 'completed', markers);
     }
     if (selection.action !== 'run-again') return false;
+    const queue = runQueues.of(target.handler);
     // The handler never saw this delivery (or its run is gone): a new run, while the record is kept.
     const deliveryJob = await deliveries.getJob(target.deliveryJobId);
     const read = deliveryJob ? readDelivery(deliveryJob.data) : undefined;
