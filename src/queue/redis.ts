@@ -16,15 +16,11 @@ export type RedisConnection = Redis | Cluster;
 /** How long one command may take before the producer gives up on it. */
 export const PRODUCER_COMMAND_TIMEOUT_MS = 1_500;
 
-export interface ProducerConnectionOptions {
-  /** Default: PRODUCER_COMMAND_TIMEOUT_MS. Longer when writes wait for replicas (ACK_REPLICAS). */
-  readonly commandTimeoutMs?: number;
-}
-
+/** `commandTimeoutMs` is longer when writes wait for replicas (ACK_REPLICAS). */
 export function createProducerConnection(
   url: string,
   logger: Logger,
-  { commandTimeoutMs = PRODUCER_COMMAND_TIMEOUT_MS }: ProducerConnectionOptions = {},
+  { commandTimeoutMs = PRODUCER_COMMAND_TIMEOUT_MS }: { readonly commandTimeoutMs?: number } = {},
 ): RedisConnection {
   return failFastConnection(url, logger, 'producer', commandTimeoutMs);
 }
