@@ -171,6 +171,17 @@ export function createCompletionLedger({
   let letGo = 0;
   let lastLetGoWarning = -Infinity;
 
+  /** Unconfirmed successes that returned at `before` or earlier are to be written; how many. */
+  const toBeWritten = (before = Infinity) => {
+    let count = 0;
+    for (const success of held.values()) {
+      if (success.stage !== 'unconfirmed' || success.since > before) continue;
+      success.stage = 'unwritten';
+      count += 1;
+    }
+    return count;
+  };
+
   const needsWrite = (success: Held) =>
     success.stage === 'unwritten' ||
     (success.stage === 'written' && success.generation !== generation);
@@ -267,12 +278,7 @@ export function createCompletionLedger({
   const onReady = () => {
     // Completions BullMQ has not confirmed may never be: Redis may have refused them, or a
     // failover lost them. Their markers say what the completions would have said.
-    let unconfirmed = 0;
-    for (const success of held.values()) {
-      if (success.stage !== 'unconfirmed') continue;
-      success.stage = 'unwritten';
-      unconfirmed += 1;
-    }
+    const unconfirmed = toBeWritten();
     if (unconfirmed > 0) {
       logger.info(
         { runs: unconfirmed },
@@ -286,13 +292,7 @@ export function createCompletionLedger({
   // worker's own connection cut): a success BullMQ has not confirmed for a while gets its marker,
   // before the job's lock can expire and another worker take it up.
   const sweep = setInterval(() => {
-    const before = clock() - confirmWithinMs;
-    let late = 0;
-    for (const success of held.values()) {
-      if (success.stage !== 'unconfirmed' || success.since > before) continue;
-      success.stage = 'unwritten';
-      late += 1;
-    }
+    const late = toBeWritten(clock() - confirmWithinMs);
     prune();
     if (late > 0) void writeBatch();
   }, confirmWithinMs);
@@ -338,9 +338,7 @@ export function createCompletionLedger({
       clearInterval(sweep);
       // A completion BullMQ has not confirmed by now (Redis away, or a handler abandoned at
       // shutdown) may never be: its marker says so to the worker that takes the job next.
-      for (const success of held.values()) {
-        if (success.stage === 'unconfirmed') success.stage = 'unwritten';
-      }
+      toBeWritten();
       prune();
       if (held.size > 0) {
         await settlesWithin(writeMarkers(), CLOSE_WITHIN_MS);
