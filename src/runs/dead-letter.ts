@@ -189,10 +189,6 @@ export function createDeadLetter({
 const RETRY_PAGE = 100;
 
 function keyOf(delivery: unknown): string {
-  return delivery !== null &&
-    typeof delivery === 'object' &&
-    'key' in delivery &&
-    typeof delivery.key === 'string'
-    ? delivery.key
-    : '';
+  const key = (delivery as { key?: unknown } | null | undefined)?.key;
+  return typeof key === 'string' ? key : '';
 }

@@ -31,14 +31,12 @@ export function runQueueName(handler: string): string {
  * its own at start.
  */
 export interface RunQueues {
-  /** The queue of this handler's runs. */
   of(handler: string): Queue<HandlerRunData>;
   /**
    * The handlers that have a queue: those a worker started with within the roster's memory, and
    * those asked for here already. Sorted.
    */
   handlers(): Promise<string[]>;
-  /** The queues of `handlers()`. */
   all(): Promise<Queue<HandlerRunData>[]>;
   close(): Promise<void>;
 }
