@@ -28,8 +28,16 @@ if g == own then new = own .. '.d' end
 
 redis.call('ZREM', old, key)
 if redis.call('ZCARD', old) == 0 then redis.call('ZREM', groups, g) end
+-- The arrival as stored (stored-grouping.ts): ms before the entry id's time, or, in a line
+-- written before, the time itself (10^11 or more).
+local arrived = tonumber(t)
+if arrived < 1e11 and arrived > -1e11 then
+  arrived = tonumber(string.match(e, '^(%d+)')) - arrived
+end
 local last = redis.call('ZSCORE', groups, new)
-if not last or tonumber(last) < tonumber(t) then redis.call('ZADD', groups, t, new) end
+if not last or tonumber(last) < arrived then
+  redis.call('ZADD', groups, string.format('%d', arrived), new)
+end
 
 local recordId = ''
 local entry = redis.call('XRANGE', docs, e, e)

@@ -198,7 +198,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
 
   /** Adds an entry read to the index, in stream order, with its group. */
   const addEntry = (state: ProjectIndex, entry: Unread, decided: Map<string, Decided>) => {
-    const grouping = readStored(entry.stored);
+    const grouping = readStored(entry.stored, entry.key);
     // One of this batch takes the group chosen for it here, as its join will store it.
     const own = decided.get(entry.id);
     let group = grouping?.g ?? (own && (own.bestGroup || entry.id));
@@ -348,7 +348,10 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
         entryId,
         Number.isFinite(at) ? at : now(),
         entryId,
-        encodeFirst([delivery.key, delivery.record.id]),
+        // Itself as its line keeps it when it starts its group (stored-grouping.ts).
+        delivery.key === keyOfRecord(delivery.record.id)
+          ? ''
+          : encodeFirst([delivery.key, delivery.record.id]),
         best?.key ?? '',
         bestGroup,
         encodeFirst(bestFirst),
@@ -373,9 +376,9 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     let j = 0;
     return entered.map((e, i) => {
       if (e.joined !== undefined) {
-        return readFacts(connection, project, keys, readStored(e.joined)!);
+        return readFacts(connection, project, keys, readStored(e.joined, deliveries[i]!.key)!);
       }
-      const stored = readStored(joined[j++]) as StoredGrouping;
+      const stored = readStored(joined[j++], deliveries[i]!.key) as StoredGrouping;
       const decision = decisions[i]!;
       if (stored.e !== decision.entryId) return readFacts(connection, project, keys, stored);
       return {

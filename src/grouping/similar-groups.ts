@@ -201,8 +201,8 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
     const firstKeys = found.map(
       (_, i) => firstEntries[i]?.key ?? (answers[i * 4 + 3] as string[])[0] ?? '',
     );
-    const stored = (await connection.hmget(keys.of, ...firstKeys)).map((value) =>
-      readStored(value),
+    const stored = (await connection.hmget(keys.of, ...firstKeys)).map((value, i) =>
+      readStored(value, firstKeys[i]!),
     );
     const standIns = firstEntries.some((entry) => entry === undefined)
       ? await readEntries(
@@ -355,7 +355,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const entries = await readEntries(
         connection,
         keys,
-        stored.map((value) => readStored(value)?.e ?? '0-0'),
+        stored.map((value, i) => readStored(value, members[i]!.key)?.e ?? '0-0'),
       );
       const { inWindow: _, ...rest } = summary!;
       return {
@@ -371,7 +371,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
 
     async ofDelivery(key, project) {
       const found = await find(key, project);
-      const stored = readStored(found?.value);
+      const stored = readStored(found?.value, key);
       if (!found || !stored) return undefined;
       const keys = projectKeys(prefix, found.project);
       // No members key: a group of one (similar-join.lua), this delivery.
@@ -381,7 +381,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
 
     async asRouted(key, project) {
       const found = await find(key, project);
-      const stored = readStored(found?.value);
+      const stored = readStored(found?.value, key);
       if (!found || !stored) return undefined;
       return readFacts(connection, found.project, projectKeys(prefix, found.project), stored);
     },

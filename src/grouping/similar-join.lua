@@ -6,7 +6,8 @@
   KEYS[1] the `of` hash, KEYS[2] the groups zset.
   ARGV: 1 key base, 2 ttl ms, 3 windows (JSON: a list of [atLeast, withinMs]); then per delivery,
   nine: its key, entry id, arrival ms, its own group id (its entry id: the id of the group it
-  starts when it joins none), itself as a group's first (stored-grouping.ts), the best match's
+  starts when it joins none), itself as a group's first (stored-grouping.ts: '' when its key is
+  made of its record id, as its line keeps it when it starts its group), the best match's
   key ('' for none above the threshold), the best match's group and its first as the worker
   computed them (used when the match has not joined yet), its matches (as stored).
   Returns each delivery's stored value (stored-grouping.ts): the one already there when it had
@@ -18,6 +19,25 @@
 local of, groups = KEYS[1], KEYS[2]
 local base, ttl = ARGV[1], tonumber(ARGV[2])
 local windows = cjson.decode(ARGV[3])
+
+local function entryMs(id)
+  return tonumber(string.match(id, '^(%d+)'))
+end
+
+-- A stored arrival (stored-grouping.ts): ms before the entry id's time, or, in a line written
+-- before, the time itself (10^11 or more).
+local function arrivalOf(e, stored)
+  local n = tonumber(stored)
+  if n >= 1e11 or n <= -1e11 then return n end
+  return entryMs(e) - n
+end
+
+-- A first stored empty is the delivery itself, whose key is made of its record id.
+local function firstOf(key, first)
+  if first ~= '' then return first end
+  local recordId = string.sub(key, string.len('feedback.created:') + 1)
+  return string.len(recordId) .. ':' .. recordId
+end
 
 -- The first of a group of one, as the group's second joins: only while it is stored in this
 -- group (one that has not joined yet adds itself when it does; one detached or dropped is not
@@ -32,7 +52,7 @@ local function addFirst(members, group, first)
   if not stored then return end
   local e, g, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
   if g == '' then g = e end
-  if g == group then redis.call('ZADD', members, arrived, firstKey) end
+  if g == group then redis.call('ZADD', members, string.format('%d', arrivalOf(e, arrived)), firstKey) end
 end
 
 local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, matches)
@@ -42,7 +62,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
   -- batch, say): nothing of it is stored, so nothing outlives the entry. Its run sees a group of
   -- its own.
   if current ~= 'pending:' .. entry then
-    return table.concat({ entry, '', 1, string.format('%d', t), '', '', first }, '|')
+    return table.concat({ entry, '', 1, string.format('%d', entryMs(entry) - t), '', '', first }, '|')
   end
 
   if bestKey ~= '' then
@@ -52,7 +72,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
       -- six bars).
       local bestEntry, bestGroup = string.match(best, '^([^|]*)|([^|]*)|')
       group = bestGroup == '' and bestEntry or bestGroup
-      first = string.match(best, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$')
+      first = firstOf(bestKey, string.match(best, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$'))
     else
       group, first = bestGroup, bestFirst
     end
@@ -96,7 +116,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
     entry,
     group == entry and '' or group,
     alone and 1 or redis.call('ZCARD', members),
-    string.format('%d', t),
+    string.format('%d', entryMs(entry) - t),
     table.concat(crossed, ','),
     matches,
     first,

@@ -88,6 +88,10 @@ it('keeps no members key for a group of one, reads it as one, and adds the first
   // A window of one crosses on the first arrival, with no members to count.
   expect(first.crossed).toEqual([{ atLeast: 1, withinMs: HOUR_MS * 2 }]);
   expect(await env.connection.exists(membersKeyOf(first.group.id))).toBe(0);
+  // Its line names neither its group nor its first: both are itself (stored-grouping.ts).
+  expect(
+    await env.connection.hget(projectKeys(env.prefix, PROJECT).of, 'feedback.created:fb_pay_0'),
+  ).toMatch(/^\d+-\d+\|\|1\|-?\d{1,10}\|[^|]*\|\|$/);
 
   const reader = groups();
   const [listed] = await reader.list({ sinceMs: START - HOUR_MS });

@@ -1,11 +1,14 @@
 /**
  * What a version before this one wrote of grouping still reads and groups (docs/upgrading.md):
  * a stream entry whose compact document is of version 2 (each hash in 3 bytes, each count in 1)
- * is matched as before, whether the index reads it in a catch-up or is built again from it.
+ * is matched as before, whether the index reads it in a catch-up or is built again from it; a
+ * grouping line that keeps the arrival time itself (not ms before its entry id) and its first in
+ * full is read as before.
  */
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
 import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
-import { groupIdOf, projectKeys } from '../../src/grouping/similar-keys.js';
+import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
+import { groupIdOf, groupMembersKey, projectKeys } from '../../src/grouping/similar-keys.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
 import type { CompactDocument } from '../../src/similar/compact-document.js';
@@ -97,7 +100,8 @@ it('matches and joins a delivery whose entry an earlier version wrote (document 
   const worker = grouping();
   // The worker's index has read the stream before the old entry (a catch-up reads it).
   await worker.group(delivery({ id: 'fb_other', project_id: PROJECT, title: 'Dark mode please' }));
-  const old = await writtenBefore(checkout(0), Date.now() - HOUR_MS);
+  const arrived = Date.now() - HOUR_MS;
+  const old = await writtenBefore(checkout(0), arrived);
   const facts = await worker.group(delivery(checkout(1)));
   expect(facts.matches[0]).toMatchObject({ recordId: 'fb_pay_0' });
   expect(facts.matches[0]!.score).toBeGreaterThan(0.9);
@@ -112,4 +116,23 @@ it('matches and joins a delivery whose entry an earlier version wrote (document 
   expect(fresh.matches.map((match) => match.recordId)).toContain('fb_pay_0');
   expect(fresh.group.id).toBe(groupIdOf(PROJECT, old));
   expect(fresh.group.size).toBe(3);
+
+  // The old line's arrival is the first's place among the members, and what the console shows.
+  const keys = projectKeys(env.prefix, PROJECT);
+  expect(await env.connection.zscore(groupMembersKey(keys, old), keyOfRecord('fb_pay_0'))).toBe(
+    String(arrived),
+  );
+  const reader = createSimilarGroups({
+    connection: env.connection,
+    prefix: env.prefix,
+    ttlSeconds: 24 * 3600,
+  });
+  expect((await reader.get(groupIdOf(PROJECT, old)))!.first).toMatchObject({
+    key: keyOfRecord('fb_pay_0'),
+    at: arrived,
+  });
+  expect((await reader.asRouted(keyOfRecord('fb_pay_0'), PROJECT))!.group.first).toEqual({
+    key: keyOfRecord('fb_pay_0'),
+    recordId: 'fb_pay_0',
+  });
 });
