@@ -2,7 +2,8 @@
   An operator takes a delivery out of its group (similar-groups.ts): it becomes a group of its
   own, which its routing, run again, keeps (the join finds it joined). The old group keeps its
   first delivery and every other member; nothing is deleted but the delivery's membership.
-  A group of one keeps no members key (similar-join.lua): the new group has none.
+  A group of one keeps no members key and is not in the project's groups (similar-join.lua): the
+  new group has neither.
   KEYS[1] the `of` hash, KEYS[2] the groups zset, KEYS[3] the stream.
   ARGV: 1 key base, 2 delivery key.
   Returns 'detached', 'alone' (in a group of its own already) or 'not-found'.
@@ -28,17 +29,8 @@ if g == own then new = own .. '.d' end
 
 redis.call('ZREM', old, key)
 if redis.call('ZCARD', old) == 0 then redis.call('ZREM', groups, g) end
--- The arrival as stored (stored-grouping.ts): ms before the entry id's time, or, in a line
--- written before, the time itself (10^11 or more).
-local arrived = tonumber(t)
-if arrived < 1e11 and arrived > -1e11 then
-  arrived = tonumber(string.match(e, '^(%d+)')) - arrived
-end
-local last = redis.call('ZSCORE', groups, new)
-if not last or tonumber(last) < arrived then
-  redis.call('ZADD', groups, string.format('%d', arrived), new)
-end
-
+-- Its new group is of one: no members key, and not in the project's groups (similar-join.lua).
+-- Its arrival stays as stored (stored-grouping.ts).
 local recordId = ''
 local entry = redis.call('XRANGE', docs, e, e)
 if entry[1] then

@@ -14,6 +14,7 @@ import {
   projectKeys,
   projectsKey,
   readGroupId,
+  type ProjectKeys,
 } from './similar-keys.js';
 import { readStored } from './stored-grouping.js';
 
@@ -164,6 +165,17 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       if (typeof value === 'string') return { project: projects[i]!, value };
     }
     return undefined;
+  };
+
+  /**
+   * A group of one is not in the project's groups (similar-join.lua): it is one while its first
+   * delivery's line names it. Its arrival, the group's last; null for no such group.
+   */
+  const aloneSince = async (keys: ProjectKeys, group: string): Promise<number | null> => {
+    const [first] = await readEntries(connection, keys, [group.replace(/\.d$/, '')]);
+    if (!first) return null;
+    const stored = readStored(await connection.hget(keys.of, first.key), first.key);
+    return stored?.g === group ? stored.t : null;
   };
 
   const summaries = async (
@@ -327,7 +339,9 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const parsed = readGroupId(id);
       if (!parsed) return undefined;
       const keys = projectKeys(prefix, parsed.project);
-      const lastAt = await connection.zscore(keys.groups, parsed.group);
+      const lastAt =
+        (await connection.zscore(keys.groups, parsed.group)) ??
+        (await aloneSince(keys, parsed.group));
       if (lastAt === null) return undefined;
       const untilMs = now();
       const [summary] = await summaries(

@@ -13,8 +13,9 @@
   Returns each delivery's stored value (stored-grouping.ts): the one already there when it had
   joined before (a routing that runs again, or one an operator detached), so a delivery is in one
   group only and counted once.
-  A group of one keeps no members key (most groups are of one: issue 30, memory): its one member
-  is its first, whose arrival is in its stored value. The second to join adds the first too.
+  A group of one keeps no members key and is not in the project's groups (most groups are of
+  one: issue 30, memory): its one member is its first, whose arrival is in its stored value. The
+  second to join adds the first to a members key, and the group to the project's groups.
 ]]
 local of, groups = KEYS[1], KEYS[2]
 local base, ttl = ARGV[1], tonumber(ARGV[2])
@@ -41,7 +42,7 @@ end
 
 -- The first of a group of one, as the group's second joins: only while it is stored in this
 -- group (one that has not joined yet adds itself when it does; one detached or dropped is not
--- a member), at its arrival as stored.
+-- a member), at its arrival as stored, which it returns (nil when it is not added).
 local function addFirst(members, group, first)
   local length, rest = string.match(first, '^(%d+):(.*)$')
   if not length then return end
@@ -52,7 +53,10 @@ local function addFirst(members, group, first)
   if not stored then return end
   local e, g, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
   if g == '' then g = e end
-  if g == group then redis.call('ZADD', members, string.format('%d', arrivalOf(e, arrived)), firstKey) end
+  if g ~= group then return nil end
+  local at = arrivalOf(e, arrived)
+  redis.call('ZADD', members, string.format('%d', at), firstKey)
+  return at
 end
 
 local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, matches)
@@ -80,15 +84,24 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
 
   local members = base .. 'group:' .. group
   local alone = bestKey == '' and redis.call('EXISTS', members) == 0
+  -- The project's groups hold those of two or more (a group of one is not listed: issue 30,
+  -- memory), scored by their last arrival; the second to join adds its group, with the first's
+  -- arrival as the last before its own.
+  local last = nil
   if not alone then
-    if redis.call('EXISTS', members) == 0 then addFirst(members, group, first) end
+    last = redis.call('ZSCORE', groups, group)
+    last = last and tonumber(last)
+    if redis.call('EXISTS', members) == 0 then
+      local firstAt = addFirst(members, group, first)
+      if not last then last = firstAt end
+    end
     redis.call('ZADD', members, t, key)
     redis.call('PEXPIRE', members, ttl)
+    local latest = t
+    if last and last > t then latest = last end
+    redis.call('ZADD', groups, latest, group)
+    redis.call('PEXPIRE', groups, ttl)
   end
-  local last = redis.call('ZSCORE', groups, group)
-  last = last and tonumber(last)
-  if not last or last < t then redis.call('ZADD', groups, t, group) end
-  redis.call('PEXPIRE', groups, ttl)
 
   -- Deliveries join out of their arrival order (retries, several workers): a window is counted
   -- up to the group's latest arrival, and only the latest arrival may say the group dropped
