@@ -11,8 +11,9 @@
  *   digits where the time itself takes 13. A line written before took the time itself: a number
  *   of 10^11 or more (three years of ms) is one (ARRIVAL_AS_TIME);
  * - crossed: `atLeast:withinMs` pairs, comma-separated;
- * - matches: per match, its entry's distance back from this entry in base 36 (`ms` or `ms.seq`),
- *   a colon and its score in thousandths, base 36; comma-separated, best first. Only this file
+ * - matches: per match, its score in thousandths in two base-36 digits, then its entry's
+ *   distance back from this entry in base 36 (`ms` or `ms.seq`); comma-separated, best first.
+ *   A line written before put the distance first and a colon before the score. Only this file
  *   reads them; the scripts keep them as they are;
  * - first: the group's first delivery, `<bytes of record id>:<record id><key>`, the key left
  *   empty when it is made of the record id (keyOfRecord). Last, as a key may hold any character.
@@ -110,15 +111,23 @@ export function encodeMatches(
       const [ms, seq] = entryIdParts(id);
       const back = ownMs - ms;
       const distance = seq === 0 ? back.toString(36) : `${back.toString(36)}.${seq.toString(36)}`;
-      return `${distance}:${thousandths.toString(36)}`;
+      return `${thousandths.toString(36).padStart(SCORE_DIGITS, '0')}${distance}`;
     })
     .join(',');
 }
 
+/** Base-36 digits of a score in thousandths (0 to 1000: "00" to "rs"). */
+const SCORE_DIGITS = 2;
+
 function readMatches(own: string, text: string): [string, number][] {
   const [ownMs] = entryIdParts(own);
   return list(text).map((match) => {
-    const [distance = '', score = '0'] = match.split(':');
+    const colon = match.indexOf(':');
+    // As a line written before kept it: `distance:score`.
+    const [distance, score] =
+      colon === -1
+        ? [match.slice(SCORE_DIGITS), match.slice(0, SCORE_DIGITS)]
+        : [match.slice(0, colon), match.slice(colon + 1)];
     const [back = '0', seq = '0'] = distance.split('.');
     return [`${ownMs - parseInt(back, 36)}-${parseInt(seq, 36)}`, parseInt(score, 36)];
   });

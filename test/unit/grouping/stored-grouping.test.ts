@@ -81,6 +81,19 @@ describe('a stored grouping', () => {
     expect(readStored('5-0||1|0|||', 'msg_1')).toBeUndefined();
   });
 
+  it('keeps each match as its score in two digits and its distance back, and reads the form before', () => {
+    const own = '1764150000000-3';
+    const matches: [string, number][] = [
+      ['1764149999000-0', 830],
+      ['1764150000000-1', 1000],
+      ['1764149999964-0', 5],
+    ];
+    expect(encodeMatches(own, matches)).toBe('n2rs,rs0.1,0510');
+    const line = (text: string) => `${own}||1|0||${text}|`;
+    expect(readStored(line('n2rs,rs0.1,0510'), 'feedback.created:fb_1')!.m).toEqual(matches);
+    expect(readStored(line('rs:n2,0.1:rs,10:05'), 'feedback.created:fb_1')!.m).toEqual(matches);
+  });
+
   it('keeps a key made of the record id as the record id alone', () => {
     expect(encodeFirst(['feedback.created:fb_1', 'fb_1'])).toBe('4:fb_1');
     expect(encodeFirst(['msg_1', 'fb_1'])).toBe('4:fb_1msg_1');
