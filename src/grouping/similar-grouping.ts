@@ -38,7 +38,7 @@ import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
 import { DEFAULT_MATCH_LIMIT, rarityOf, SimilarityIndex } from '../similar/similarity-index.js';
 import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import { projectOf } from '../webhooks/feedback-record.js';
-import { readFacts, type EntryFields } from './read-facts.js';
+import { readFacts, readLines, type EntryFields } from './read-facts.js';
 import { groupIdOf, projectKeys, projectsKey, type ProjectKeys } from './similar-keys.js';
 import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './stored-grouping.js';
 
@@ -192,7 +192,11 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     )) as [Buffer, Buffer[]][];
     if (read.length === 0) return [];
     const entries = read.map(([id, fields]) => readEntry(id.toString(), fields));
-    const stored = await connection.hmget(keys.of, ...entries.map((entry) => entry.key));
+    const stored = await readLines(
+      connection,
+      keys,
+      entries.map((entry) => entry.key),
+    );
     return entries.map((entry, i) => ({ ...entry, stored: stored[i] ?? '' }));
   };
 

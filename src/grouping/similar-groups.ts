@@ -7,10 +7,11 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
-import { readEntries, readFacts } from './read-facts.js';
+import { keyOfMember, readEntries, readFacts, readLines } from './read-facts.js';
 import {
   groupIdOf,
   groupMembersKey,
+  lineField,
   projectKeys,
   projectsKey,
   readGroupId,
@@ -158,11 +159,14 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
     const projects = project !== undefined ? [project] : await activeProjects(-Infinity);
     if (projects.length === 0) return undefined;
     const pipeline = connection.pipeline();
-    for (const name of projects) pipeline.hget(projectKeys(prefix, name).of, key);
-    const answers = (await pipeline.exec()) ?? [];
-    for (const [i, [error, value]] of answers.entries()) {
-      if (error) throw error;
-      if (typeof value === 'string') return { project: projects[i]!, value };
+    // Under its field, or (a line written before this version) under its key: lineField.
+    for (const name of projects) {
+      pipeline.hget(projectKeys(prefix, name).of, lineField(key));
+      pipeline.hget(projectKeys(prefix, name).of, key);
+    }
+    const answers = results(await pipeline.exec());
+    for (const [i, value] of answers.entries()) {
+      if (typeof value === 'string') return { project: projects[i >> 1]!, value };
     }
     return undefined;
   };
@@ -174,7 +178,8 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
   const aloneSince = async (keys: ProjectKeys, group: string): Promise<number | null> => {
     const [first] = await readEntries(connection, keys, [group.replace(/\.d$/, '')]);
     if (!first) return null;
-    const stored = readStored(await connection.hget(keys.of, first.key), first.key);
+    const [line] = await readLines(connection, keys, [first.key]);
+    const stored = readStored(line, first.key);
     return stored?.g === group ? stored.t : null;
   };
 
@@ -209,13 +214,21 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       keys,
       found.map(({ group }) => group.replace(/\.d$/, '')),
     );
-    // A first whose entry is gone (past the age or the count): the oldest member kept stands for it.
+    // A first whose entry is gone (past the age or the count): the oldest member kept stands
+    // for it. A first's line is under its field or its key (lineField); a member is either.
+    const oldestMembers = found.map((_, i) => (answers[i * 4 + 3] as string[])[0] ?? '');
+    const lines = await connection.hmget(
+      keys.of,
+      ...found.flatMap((_, i) => {
+        const key = firstEntries[i]?.key;
+        return key === undefined ? [oldestMembers[i]!, oldestMembers[i]!] : [lineField(key), key];
+      }),
+    );
+    const firstLines = found.map((_, i) => lines[2 * i] ?? lines[2 * i + 1] ?? null);
     const firstKeys = found.map(
-      (_, i) => firstEntries[i]?.key ?? (answers[i * 4 + 3] as string[])[0] ?? '',
+      (_, i) => firstEntries[i]?.key ?? keyOfMember(oldestMembers[i]!, firstLines[i]),
     );
-    const stored = (await connection.hmget(keys.of, ...firstKeys)).map((value, i) =>
-      readStored(value, firstKeys[i]!),
-    );
+    const stored = firstLines.map((value, i) => readStored(value, firstKeys[i]!));
     const standIns = firstEntries.some((entry) => entry === undefined)
       ? await readEntries(
           connection,
@@ -356,20 +369,27 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         MOST_GROUP_DELIVERIES - 1,
         'WITHSCORES',
       );
-      const members: { key: string; at: number }[] = [];
+      // Each member is a line field (lineField), or a key for one written before this version.
+      const fields: string[] = [];
+      const at: number[] = [];
       for (let i = 0; i + 1 < scored.length; i += 2) {
-        members.push({ key: scored[i]!, at: Number(scored[i + 1]) });
+        fields.push(scored[i]!);
+        at.push(Number(scored[i + 1]));
       }
+      const lines = fields.length === 0 ? [] : await connection.hmget(keys.of, ...fields);
+      const members = fields.map((field, i) => ({
+        key: keyOfMember(field, lines[i]),
+        at: at[i]!,
+      }));
       // No members key: a group of one (similar-join.lua), its first.
       if (members.length === 0 && summary!.size === 1) {
         members.push({ key: summary!.first.key, at: summary!.first.at });
+        lines.push(...(await readLines(connection, keys, [summary!.first.key])));
       }
-      const stored =
-        members.length === 0 ? [] : await connection.hmget(keys.of, ...members.map((m) => m.key));
       const entries = await readEntries(
         connection,
         keys,
-        stored.map((value, i) => readStored(value, members[i]!.key)?.e ?? '0-0'),
+        lines.map((value, i) => readStored(value, members[i]!.key)?.e ?? '0-0'),
       );
       const { inWindow: _, ...rest } = summary!;
       return {

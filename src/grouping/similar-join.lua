@@ -3,7 +3,7 @@
   (similar-grouping.ts), and each learns which of the worker's windows its arrival crossed. In
   order: a delivery whose best match is an earlier one of the batch takes that one's group as it
   was just stored, as if they had joined one at a time.
-  KEYS[1] the `of` hash, KEYS[2] the groups zset.
+  KEYS[1] the `of` hash (lines by their field: fieldOf below), KEYS[2] the groups zset.
   ARGV: 1 key base, 2 ttl ms, 3 windows (JSON: a list of [atLeast, withinMs]); then per delivery,
   nine: its key, entry id, arrival ms, its own group id (its entry id: the id of the group it
   starts when it joins none), itself as a group's first (stored-grouping.ts: '' when its key is
@@ -20,6 +20,26 @@
 local of, groups = KEYS[1], KEYS[2]
 local base, ttl = ARGV[1], tonumber(ARGV[2])
 local windows = cjson.decode(ARGV[3])
+
+-- A delivery's line field (similar-keys.ts, lineField): its record id when its key is made of
+-- it, else a colon and its key. A line written before this version is under the key itself.
+local function fieldOf(key)
+  local prefix = 'feedback.created:'
+  local rest = string.sub(key, #prefix + 1)
+  if string.sub(key, 1, #prefix) == prefix and string.sub(rest, 1, 1) ~= ':' then return rest end
+  return ':' .. key
+end
+
+-- A delivery's line and where it is (its field, or its key for a line written before); nil and
+-- its field when it has none.
+local function lineOf(key)
+  local field = fieldOf(key)
+  local value = redis.call('HGET', of, field)
+  if value then return value, field end
+  value = redis.call('HGET', of, key)
+  if value then return value, key end
+  return nil, field
+end
 
 local function entryMs(id)
   return tonumber(string.match(id, '^(%d+)'))
@@ -49,19 +69,20 @@ local function addFirst(members, group, first)
   local recordId = string.sub(rest, 1, tonumber(length))
   local firstKey = string.sub(rest, tonumber(length) + 1)
   if firstKey == '' then firstKey = 'feedback.created:' .. recordId end
-  local stored = redis.call('HGET', of, firstKey)
+  local stored, where = lineOf(firstKey)
   if not stored then return end
   local e, g, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
   if g == '' then g = e end
   if g ~= group then return nil end
   local at = arrivalOf(e, arrived)
-  redis.call('ZADD', members, string.format('%d', at), firstKey)
+  redis.call('ZADD', members, string.format('%d', at), where)
   return at
 end
 
 local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, matches)
-  local current = redis.call('HGET', of, key)
+  local current = lineOf(key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then return current end
+  local field = fieldOf(key)
   -- Its entry was dropped before it joined (past SIMILAR_KEEP, by a later delivery of its own
   -- batch, say): nothing of it is stored, so nothing outlives the entry. Its run sees a group of
   -- its own.
@@ -70,7 +91,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
   end
 
   if bestKey ~= '' then
-    local best = redis.call('HGET', of, bestKey)
+    local best = lineOf(bestKey)
     if best and string.sub(best, 1, 8) ~= 'pending:' then
       -- Its group (the second field, empty for its own entry id) and its first (the last, after
       -- six bars).
@@ -95,7 +116,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
       local firstAt = addFirst(members, group, first)
       if not last then last = firstAt end
     end
-    redis.call('ZADD', members, t, key)
+    redis.call('ZADD', members, t, field)
     redis.call('PEXPIRE', members, ttl)
     local latest = t
     if last and last > t then latest = last end
@@ -134,7 +155,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
     matches,
     first,
   }, '|')
-  redis.call('HSET', of, key, value)
+  redis.call('HSET', of, field, value)
   return value
 end
 

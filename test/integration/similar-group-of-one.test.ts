@@ -89,10 +89,11 @@ it('keeps no members key for a group of one, reads it as one, and adds the first
   // A window of one crosses on the first arrival, with no members to count.
   expect(first.crossed).toEqual([{ atLeast: 1, withinMs: HOUR_MS * 2 }]);
   expect(await env.connection.exists(membersKeyOf(first.group.id))).toBe(0);
-  // Its line names neither its group nor its first: both are itself (stored-grouping.ts).
-  expect(
-    await env.connection.hget(projectKeys(env.prefix, PROJECT).of, 'feedback.created:fb_pay_0'),
-  ).toMatch(/^\d+-\d+\|\|1\|-?\d{1,10}\|[^|]*\|\|$/);
+  // Its line, under its record id (lineField), names neither its group nor its first: both are
+  // itself (stored-grouping.ts).
+  expect(await env.connection.hget(projectKeys(env.prefix, PROJECT).of, 'fb_pay_0')).toMatch(
+    /^\d+-\d+\|\|1\|-?\d{1,10}\|[^|]*\|\|$/,
+  );
 
   const reader = groups();
   expect(await reader.list({ sinceMs: START - HOUR_MS })).toEqual([]);
@@ -108,15 +109,10 @@ it('keeps no members key for a group of one, reads it as one, and adds the first
   const second = await grouper.group(checkout(1));
   expect(second.group).toMatchObject({ id: first.group.id, size: 2 });
   expect(second.crossed).toEqual([]);
-  // The first joins the members key at its arrival as stored.
+  // The first joins the members key at its arrival as stored; members are line fields.
   expect(
     await env.connection.zrange(membersKeyOf(first.group.id), '0', '-1', 'WITHSCORES'),
-  ).toEqual([
-    'feedback.created:fb_pay_0',
-    String(START),
-    'feedback.created:fb_pay_1',
-    String(START + 1000),
-  ]);
+  ).toEqual(['fb_pay_0', String(START), 'fb_pay_1', String(START + 1000)]);
   expect((await reader.get(first.group.id))!.size).toBe(2);
   const [listed] = await reader.list({ sinceMs: START - HOUR_MS });
   expect(listed).toMatchObject({ id: first.group.id, size: 2, lastAt: START + 1000 });

@@ -3,7 +3,8 @@
  * a stream entry whose compact document is of version 2 (each hash in 3 bytes, each count in 1)
  * is matched as before, whether the index reads it in a catch-up or is built again from it; a
  * grouping line that keeps the arrival time itself (not ms before its entry id) and its first in
- * full is read as before.
+ * full, under the delivery's key (not its line field), with its key as its group's member, is
+ * found and read as before; a delivery that entered before and had not joined joins once.
  */
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
 import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
@@ -135,4 +136,34 @@ it('matches and joins a delivery whose entry an earlier version wrote (document 
     key: keyOfRecord('fb_pay_0'),
     recordId: 'fb_pay_0',
   });
+  expect((await reader.get(groupIdOf(PROJECT, old)))!.deliveries.map((d) => d.key)).toEqual(
+    ['fb_pay_2', 'fb_pay_1', 'fb_pay_0'].map(keyOfRecord),
+  );
+  expect((await reader.ofDelivery(keyOfRecord('fb_pay_0')))!.group.size).toBe(3);
+
+  // Routed again, the old delivery finds its line: no second entry, the same group.
+  const entries = await env.connection.xlen(keys.docs);
+  expect((await worker.group(delivery(checkout(0)))).group.id).toBe(groupIdOf(PROJECT, old));
+  expect(await env.connection.xlen(keys.docs)).toBe(entries);
+});
+
+it('joins once a delivery that entered before this version and had not joined', async () => {
+  const keys = projectKeys(env.prefix, PROJECT);
+  const old = await writtenBefore(checkout(0), Date.now() - HOUR_MS);
+  // Entered by an earlier worker, which stopped before it joined: pending, under its key.
+  const record = checkout(1);
+  const { document } = new SimilarGrouper().add(record.id, record);
+  const id = (await env.connection.xadd(
+    keys.docs,
+    '*',
+    ...['k', '', 'r', record.id, 't', record.title as string, 'd'],
+    version2(document),
+  )) as string;
+  await env.connection.hset(keys.of, keyOfRecord(record.id), `pending:${id}`);
+
+  const facts = await grouping().group(delivery(record));
+  expect(facts.group).toMatchObject({ id: groupIdOf(PROJECT, old), size: 2 });
+  expect(await env.connection.xlen(keys.docs)).toBe(2);
+  expect(await env.connection.hexists(keys.of, keyOfRecord(record.id))).toBe(0);
+  expect(await env.connection.hget(keys.of, record.id)).toMatch(new RegExp(`^${id}\\|`));
 });
