@@ -17,7 +17,7 @@ import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.
 const DATA = '/work/shared/data/similar';
 const DELIVERIES = 2_000;
 /**
- * What this version holds (634 bytes measured; 832 before documents were Rice-coded, 715 before lines kept the arrival as an offset and no first of their own, 692 before a group of one left the project's groups),
+ * What this version holds (596 bytes measured; 832 before the steps of docs/similar.md, "Cost"),
  * with a margin. Issue 30 asks for 512: lower this as grouping gets there (docs/similar.md,
  * "Cost", says where the bytes are).
  */
