@@ -64,15 +64,14 @@ export class BitWriter {
 
 /** Reads what a BitWriter wrote; throws a RangeError past the end. */
 export class BitReader {
+  private readonly bytes: Uint8Array;
   private at: number;
   /** Bits read ahead, the last `count` of them. */
   private window = 0;
   private count = 0;
 
-  constructor(
-    private readonly bytes: Uint8Array,
-    fromByte: number,
-  ) {
+  constructor(bytes: Uint8Array, fromByte: number) {
+    this.bytes = bytes;
     this.at = fromByte;
   }
 
