@@ -388,6 +388,36 @@ function oracle(several: boolean): Rule {
   };
 }
 
+/**
+ * Siblings: two reports written to one pattern about different things ("[De] privacy_help.xhtml:
+ * Dead Link", "[De] welcome_help.xhtml: Dead Link") share everything but the word that names the
+ * thing, and that word is the heaviest of each. κ × the smaller of the two shares (the heaviest
+ * term of each that the other lacks, against its heaviest term) is taken off the confidence.
+ */
+function siblings(kappa: number): Rule {
+  return {
+    name: `siblings: − ${kappa} × how heavy a term each has that the other lacks`,
+    candidate(s) {
+      const best = bestGroup(s.matches, (m) => s.groupOf[m.ordinal]!, SECOND, BACKGROUND);
+      if (best === undefined) return undefined;
+      const member = s.matches.find((m) => s.groupOf[m.ordinal] === best.group)!;
+      const a = vectorOf(s.query, s.rarity);
+      const b = vectorOf(s.documents[member.ordinal]!, s.rarity);
+      const lacking = (x: Vector, y: Vector) => {
+        let top = 0;
+        let missing = 0;
+        for (const [h, w] of x) {
+          top = Math.max(top, w);
+          if (!y.has(h)) missing = Math.max(missing, w);
+        }
+        return top === 0 ? 0 : missing / top;
+      };
+      const contrast = Math.min(lacking(a, b), lacking(b, a));
+      return { group: best.group, confidence: Math.max(0, best.confidence - kappa * contrast) };
+    },
+  };
+}
+
 interface Replayed {
   formed: number[];
   matches: SimilarMatch[][];
@@ -501,6 +531,7 @@ for (const alpha of [0.5, 1])
   for (const floor of [0.2, 0.3])
     for (const reverse of [false, true]) rules.push(memberNeighbourhood(alpha, floor, reverse));
 for (const mu of [0.1, 0.2]) rules.push(sharedNeighbours(mu));
+for (const kappa of [0.05, 0.1, 0.2]) rules.push(siblings(kappa));
 for (const delta of [0.25, 0.5]) rules.push(mutualNeighbour(delta));
 for (const beta of [0.3, 0.6, 1]) {
   rules.push(feedback(beta, 'match'));
