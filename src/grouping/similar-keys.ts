@@ -75,9 +75,16 @@ export function groupIdOf(project: string, group: string): string {
 
 /** The project and id within it that a public group id is made of; undefined for no group's. */
 export function readGroupId(id: string): { project: string; group: string } | undefined {
-  const parts = /^([A-Za-z0-9_-]*)\.(\d+-\d+(?:\.d)?)$/.exec(id);
-  return parts ? { project: fromBase64Url(parts[1]!), group: parts[2]! } : undefined;
+  const parts = /^([A-Za-z0-9_-]*)\.((\d+)-(\d+)(?:\.d)?)$/.exec(id);
+  // An entry id of Redis's: a group of one is looked for by it (XRANGE), which refuses others.
+  if (!parts || BigInt(parts[3]!) > MOST_ENTRY_PART || BigInt(parts[4]!) > MOST_ENTRY_PART) {
+    return undefined;
+  }
+  return { project: fromBase64Url(parts[1]!), group: parts[2]! };
 }
+
+/** The largest of each of an entry id's two numbers (Redis streams: 64 bits, unsigned). */
+const MOST_ENTRY_PART = 2n ** 64n - 1n;
 
 function toBase64Url(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64url');

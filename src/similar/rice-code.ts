@@ -16,8 +16,12 @@ export function bestRiceParameter(
   let sum = 0;
   for (let i = 0; i < values.length; i += 1) sum += values[i]!;
   const near = sum === 0 ? 0 : Math.floor(Math.log2(sum / values.length));
+  // Within 0 to mostK, and never empty: a mean under a half (most values 0, as the counts of a
+  // short report whose terms are mostly word pieces) puts `near` below -1.
+  const from = Math.min(mostK, Math.max(0, near - 2));
+  const to = Math.min(mostK, Math.max(from, near + 1));
   let best = { k: 0, bits: Infinity };
-  for (let k = Math.max(0, near - 2); k <= Math.min(mostK, near + 1); k += 1) {
+  for (let k = from; k <= to; k += 1) {
     let bits = 0;
     for (let i = 0; i < values.length; i += 1) bits += (values[i]! >>> k) + 1 + k;
     if (bits < best.bits) best = { k, bits };

@@ -238,6 +238,24 @@ describe('grouping similar feedback in routing', () => {
     expect(memory).toBeLessThan(64 * 1024);
   });
 
+  it('groups a short report whose terms are mostly pieces of one long word, with its batch', async () => {
+    const grouping = directGrouping();
+    const delivery = (id: string, description: string): Delivery => ({
+      key: keyOfRecord(id),
+      event: 'feedback.created',
+      receivedAt: new Date().toISOString(),
+      record: { id, project_id: PROJECT, title: '', description },
+    });
+    // Taken in one batch: a report that cannot be coded would fail the other's routing too.
+    const [short, other] = await Promise.all([
+      grouping.group(delivery('fb_short', 'Checkout unresponsive')),
+      grouping.group(delivery('fb_other', 'internationalization')),
+    ]);
+    expect(short.group.size).toBe(1);
+    expect(other.group.size).toBe(1);
+    expect(await env.connection.xlen(keysOf().docs)).toBe(2);
+  });
+
   it('groups as the in-memory engine does, report by report (200 web-app reports)', async () => {
     const rows = readFileSync(
       new URL('../fixtures/similar-webapp-200.jsonl', import.meta.url),

@@ -91,6 +91,11 @@ describe('the groups API', () => {
       code: 'NOT_FOUND',
     });
     await get('/admin/api/groups/not%20an%20id').expect(404);
+    // Of a project kept: a group of one is looked for by its first entry, whose id this is not,
+    // nor can be (Redis's entry ids are two 64-bit numbers).
+    const shop = Buffer.from('prj_shop').toString('base64url');
+    await get(`/admin/api/groups/${shop}.1-0`).expect(404);
+    await get(`/admin/api/groups/${shop}.99999999999999999999999-0.d`).expect(404);
   });
 
   it("gives a delivery's group and best matches under `similar`", async () => {

@@ -174,6 +174,18 @@ describe('compact documents', () => {
     expect(decodeCompactDocument(encodeCompactDocument(empty))).toEqual(empty);
   });
 
+  it('code values whose mean is under a half (a short report, mostly word pieces)', () => {
+    // Counts of a quarter are coded as 0: one word of 1 among its pieces of a quarter each.
+    const pieces = {
+      hashes: Uint32Array.from({ length: 18 }, (_, i) => i * 1_000),
+      counts: Uint8Array.from({ length: 18 }, (_, i) => (i === 0 ? 4 : 1)),
+    };
+    expect(decodeCompactDocument(encodeCompactDocument(pieces))).toEqual(pieces);
+    // Hashes close together: gaps of 0 and 1.
+    const close = { hashes: Uint32Array.from([0, 1, 3]), counts: Uint8Array.from([4, 4, 4]) };
+    expect(decodeCompactDocument(encodeCompactDocument(close))).toEqual(close);
+  });
+
   it('still read version 2, each hash in 3 bytes and each count in 1 (a stream written before)', () => {
     // Hashes 0x000102 and 0xabcdef, little-endian, then counts 4 and 8.
     const version2 = Uint8Array.from([2, 2, 0x02, 0x01, 0x00, 0xef, 0xcd, 0xab, 4, 8]);
