@@ -76,7 +76,8 @@ function addWords(counts: TermCounts, words: string[], weight: number, options: 
     const term = units === undefined ? [...word] : undefined;
     const characters = units?.length ?? term!.length;
     const prefixText = units ?? term!.slice(0, options.prefixLength).join('');
-    const prefixUnits = units === undefined ? prefixText.length : Math.min(characters, options.prefixLength);
+    const prefixUnits =
+      units === undefined ? prefixText.length : Math.min(characters, options.prefixLength);
     const termState = hashOnward(TERM_HASH_START, prefixText, 0, prefixUnits);
     add(counts, termState >>> 0, weight);
     if (options.pairWeight > 0 && previousThenSeparator !== undefined) {

@@ -2,7 +2,9 @@
  * An online index of compact documents, in arrival order, that answers "which earlier documents
  * is this one most like?" by TF-IDF cosine: sublinear term counts (1 + ln count) times smoothed
  * rarity (1 + ln((1 + n) / (1 + df))), over an inverted index, so a query touches only the
- * documents that share a term with it. Scores are in [0, 1]; ties go to the earlier document.
+ * documents that share a term with it, and of those only each term's newest few hundred: its
+ * work is bounded however alike the documents are. Scores are in [0, 1]; ties go to the earlier
+ * document.
  *
  * Rarity changes as documents arrive, so each document's vector length is computed again for all
  * documents whenever the index has grown by a tenth: a query's cost stays in proportion to the

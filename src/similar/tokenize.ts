@@ -73,8 +73,12 @@ function atLeastCharacters(text: string, count: number): boolean {
   // A character takes one or two UTF-16 units: past 2 × count units there are enough.
   if (text.length >= 2 * count) return true;
   let characters = 0;
-  for (const _char of text) {
-    characters += 1;
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    // The second unit of a pair (a low surrogate after a high one) is no new character.
+    const low = unit >= 0xdc00 && unit <= 0xdfff;
+    const afterHigh = i > 0 && text.charCodeAt(i - 1) >= 0xd800 && text.charCodeAt(i - 1) <= 0xdbff;
+    if (!(low && afterHigh)) characters += 1;
     if (characters >= count) return true;
   }
   return false;

@@ -10,7 +10,7 @@ import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
 import {
   MOST_POSTINGS_PER_TERM,
   SHORTLIST,
-  SimilarityIndex,
+  type SimilarityIndex,
 } from '../../src/similar/similarity-index.js';
 
 interface Row {
