@@ -16,8 +16,10 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import {
   compactDocument,
+  decodeCompactDocument,
   encodeCompactDocument,
   MAX_TERMS,
+  type CompactDocument,
 } from '../src/similar/compact-document.js';
 import {
   DEFAULT_TERM_OPTIONS,
@@ -84,6 +86,8 @@ interface Replay {
   trueGroups: number;
   bytesMean: number;
   bytesMax: number;
+  /** Mean µs to encode and to decode one document. */
+  coding: { encodeUs: number; decodeUs: number };
 }
 
 function replay(rows: Row[], atThreshold: number): Replay {
@@ -101,8 +105,10 @@ function replay(rows: Row[], atThreshold: number): Replay {
   const formed: string[] = [];
   let bytes = 0;
   let bytesMax = 0;
+  const documents: CompactDocument[] = [];
   for (const { group, record } of rows) {
     const outcome = grouper.add(record.id, record);
+    documents.push(outcome.document);
     const size = encodeCompactDocument(outcome.document).byteLength;
     bytes += size;
     bytesMax = Math.max(bytesMax, size);
@@ -133,7 +139,25 @@ function replay(rows: Row[], atThreshold: number): Replay {
     trueGroups: seenGroups.size,
     bytesMean: bytes / rows.length,
     bytesMax,
+    coding: codingTime(documents),
   };
+}
+
+/**
+ * Mean µs to encode and to decode one compact document (decoding runs for every entry a worker's
+ * index reads), over these documents, repeated so the clock's resolution does not matter.
+ */
+function codingTime(documents: readonly CompactDocument[]): { encodeUs: number; decodeUs: number } {
+  const rounds = 20;
+  const encoded = documents.map((document) => encodeCompactDocument(document));
+  let started = performance.now();
+  for (let r = 0; r < rounds; r += 1)
+    for (const document of documents) encodeCompactDocument(document);
+  const encodeUs = ((performance.now() - started) * 1000) / (rounds * documents.length);
+  started = performance.now();
+  for (let r = 0; r < rounds; r += 1) for (const bytes of encoded) decodeCompactDocument(bytes);
+  const decodeUs = ((performance.now() - started) * 1000) / (rounds * documents.length);
+  return { encodeUs, decodeUs };
 }
 
 /** B-cubed: per item, the share of its formed cluster in its true class, and the reverse. */
@@ -177,7 +201,10 @@ for (const file of values.data ?? SIMILAR_DATA) {
     `B-cubed precision ${fixed(result.precision)} recall ${fixed(result.recall)} at threshold ${threshold}; ` +
       `${result.formedGroups} groups formed, ${result.trueGroups} true`,
   );
-  console.log(`bytes per document: mean ${fixed(result.bytesMean, 1)}, max ${result.bytesMax}`);
+  console.log(
+    `bytes per document: mean ${fixed(result.bytesMean, 1)}, max ${result.bytesMax}; ` +
+      `encode ${fixed(result.coding.encodeUs, 2)} µs, decode ${fixed(result.coding.decodeUs, 2)} µs`,
+  );
   if (values.sweep) {
     console.log('threshold | B³ precision | B³ recall | groups');
     for (let t = 0.15; t <= 0.601; t += 0.025) {

@@ -19,8 +19,8 @@ export const groupsCommand: Command = {
   summary: 'list the largest groups of similar feedback',
   help: `Usage: feedback-receiver groups [--since 24h] [--project <id>] [--limit 50]
 
-Lists the groups of similar feedback that had a delivery in the span (--since
-takes 30m, 24h or 7d), largest first: size, last arrival, project, and the
+Lists the groups of similar feedback of two or more deliveries that had a
+delivery in the span (--since takes 30m, 24h or 7d), largest first: size, last arrival, project, and the
 first report's title. --project shows one project's groups only. The console's
 Groups page (/admin/groups) shows them with their arrivals over time.`,
   options: {

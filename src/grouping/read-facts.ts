@@ -6,8 +6,8 @@
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts, SimilarMatchFact } from '../similar/similar-facts.js';
 import { keyOfRecord } from '../webhooks/delivery.js';
-import { groupIdOf, type ProjectKeys } from './similar-keys.js';
-import { crossedWindows, type StoredGrouping } from './stored-grouping.js';
+import { groupIdOf, keyOfLineField, lineField, type ProjectKeys } from './similar-keys.js';
+import { ARRIVAL_AS_TIME, crossedWindows, type StoredGrouping } from './stored-grouping.js';
 
 /** An entry of the stream, as grouping reads it back. */
 export interface EntryFields {
@@ -69,4 +69,32 @@ export function entryFields(fields: readonly string[]): EntryFields {
   // An entry keeps no key that is made of its record id.
   const recordId = read('r');
   return { key: read('k') || keyOfRecord(recordId), recordId, title: read('t') };
+}
+
+/**
+ * The lines of these deliveries (by key), in order; null for one with none. A line written
+ * before this version is under the key itself (lineField): both are read, in one command.
+ */
+export async function readLines(
+  connection: RedisConnection,
+  keys: ProjectKeys,
+  deliveryKeys: readonly string[],
+): Promise<(string | null)[]> {
+  if (deliveryKeys.length === 0) return [];
+  const lines = await connection.hmget(
+    keys.of,
+    ...deliveryKeys.flatMap((key) => [lineField(key), key]),
+  );
+  return deliveryKeys.map((_, i) => lines[2 * i] ?? lines[2 * i + 1] ?? null);
+}
+
+/**
+ * The delivery key of a member of a group's members key (lineField), given its line: a member
+ * whose line keeps the arrival time itself was written before this version, and is the key.
+ */
+export function keyOfMember(member: string, line: string | null | undefined): string {
+  const arrival = line?.split('|')[3];
+  return arrival !== undefined && Math.abs(Number(arrival)) >= ARRIVAL_AS_TIME
+    ? member
+    : keyOfLineField(member);
 }

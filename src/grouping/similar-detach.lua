@@ -2,7 +2,8 @@
   An operator takes a delivery out of its group (similar-groups.ts): it becomes a group of its
   own, which its routing, run again, keeps (the join finds it joined). The old group keeps its
   first delivery and every other member; nothing is deleted but the delivery's membership.
-  A group of one keeps no members key (similar-join.lua): the new group has none.
+  A group of one keeps no members key and is not in the project's groups (similar-join.lua): the
+  new group has neither.
   KEYS[1] the `of` hash, KEYS[2] the groups zset, KEYS[3] the stream.
   ARGV: 1 key base, 2 delivery key.
   Returns 'detached', 'alone' (in a group of its own already) or 'not-found'.
@@ -10,7 +11,27 @@
 local of, groups, docs = KEYS[1], KEYS[2], KEYS[3]
 local base, key = ARGV[1], ARGV[2]
 
-local value = redis.call('HGET', of, key)
+-- A delivery's line field (similar-keys.ts, lineField): its record id when its key is made of
+-- it, else a colon and its key. A line written before this version is under the key itself.
+local function fieldOf(key)
+  local prefix = 'feedback.created:'
+  local rest = string.sub(key, #prefix + 1)
+  if string.sub(key, 1, #prefix) == prefix and string.sub(rest, 1, 1) ~= ':' then return rest end
+  return ':' .. key
+end
+
+-- A delivery's line and where it is (its field, or its key for a line written before); nil and
+-- its field when it has none.
+local function lineOf(key)
+  local field = fieldOf(key)
+  local value = redis.call('HGET', of, field)
+  if value then return value, field end
+  value = redis.call('HGET', of, key)
+  if value then return value, key end
+  return nil, field
+end
+
+local value, where = lineOf(key)
 if not value or string.sub(value, 1, 8) == 'pending:' then return 'not-found' end
 -- The stored grouping (stored-grouping.ts).
 local e, g, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
@@ -26,11 +47,10 @@ end
 local new = own
 if g == own then new = own .. '.d' end
 
-redis.call('ZREM', old, key)
+redis.call('ZREM', old, where)
 if redis.call('ZCARD', old) == 0 then redis.call('ZREM', groups, g) end
-local last = redis.call('ZSCORE', groups, new)
-if not last or tonumber(last) < tonumber(t) then redis.call('ZADD', groups, t, new) end
-
+-- Its new group is of one: no members key, and not in the project's groups (similar-join.lua).
+-- Its arrival stays as stored (stored-grouping.ts).
 local recordId = ''
 local entry = redis.call('XRANGE', docs, e, e)
 if entry[1] then
@@ -42,5 +62,5 @@ end
 local firstKey = key
 if key == 'feedback.created:' .. recordId then firstKey = '' end
 local first = string.len(recordId) .. ':' .. recordId .. firstKey
-redis.call('HSET', of, key, table.concat({ e, new == e and '' or new, '1', t, '', m, first }, '|'))
+redis.call('HSET', of, where, table.concat({ e, new == e and '' or new, '1', t, '', m, first }, '|'))
 return 'detached'

@@ -1,7 +1,7 @@
 --[[
   A batch of one project's deliveries enters its stream (similar-grouping.ts), in order, each
   once; and the worker's catch-up is read in the same round trip.
-  KEYS[1] the stream, KEYS[2] the `of` hash, KEYS[3] the groups zset, KEYS[4] the active projects (a
+  KEYS[1] the stream, KEYS[2] the `of` hash (lines by their field: fieldOf below), KEYS[3] the groups zset, KEYS[4] the active projects (a
   sorted set: project -> last entry ms, trimmed past the ttl, so it is bounded by age).
   ARGV: 1 key base, 2 oldest entry id kept (MINID), 3 most entries kept, 4 ttl ms, 5 project,
   6 most entries dropped per delivery, 7 the last entry id the worker read ('' for none), 8 most
@@ -19,6 +19,26 @@
 local docs, of, groups, projects = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local base, minId, keep, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local project, mostDropped, lastRead, mostRead = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+
+-- A delivery's line field (similar-keys.ts, lineField): its record id when its key is made of
+-- it, else a colon and its key. A line written before this version is under the key itself.
+local function fieldOf(key)
+  local prefix = 'feedback.created:'
+  local rest = string.sub(key, #prefix + 1)
+  if string.sub(key, 1, #prefix) == prefix and string.sub(rest, 1, 1) ~= ':' then return rest end
+  return ':' .. key
+end
+
+-- A delivery's line and where it is (its field, or its key for a line written before); nil and
+-- its field when it has none.
+local function lineOf(key)
+  local field = fieldOf(key)
+  local value = redis.call('HGET', of, field)
+  if value then return value, field end
+  value = redis.call('HGET', of, key)
+  if value then return value, key end
+  return nil, field
+end
 
 local function older(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -54,21 +74,21 @@ local function dropOldest()
     if tooOld then byAge = byAge + 1 else byCount = byCount + 1 end
     local entryKey = keyOf(fields)
     if entryKey then
-      local value = redis.call('HGET', of, entryKey)
+      local value, where = lineOf(entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
         -- The stored grouping (stored-grouping.ts): its entry id, then its group (empty for
         -- the entry id).
         local e, g = string.match(value, '^([^|]*)|([^|]*)|')
         if g == '' then g = e end
         if e == id then
-          redis.call('HDEL', of, entryKey)
+          redis.call('HDEL', of, where)
           local members = base .. 'group:' .. g
-          redis.call('ZREM', members, entryKey)
+          redis.call('ZREM', members, where)
           -- No members key: a group of one (similar-join.lua), this delivery; it goes with it.
           if redis.call('ZCARD', members) == 0 then redis.call('ZREM', groups, g) end
         end
       elseif value == 'pending:' .. id then
-        redis.call('HDEL', of, entryKey)
+        redis.call('HDEL', of, where)
       end
     end
     redis.call('XDEL', docs, id)
@@ -80,18 +100,25 @@ end
 local results, newest = {}, nil
 for at = 9, #ARGV, 5 do
   local key = ARGV[at]
-  local current = redis.call('HGET', of, key)
+  local current, where = lineOf(key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then
     results[#results + 1] = { 'joined', current }
   else
     local id
     local byCount, byAge = 0, 0
+    local field = fieldOf(key)
     if current then
       id = string.sub(current, 9)
+      -- Entered before this version and not joined: its line moves to its field, where the
+      -- join looks.
+      if where ~= field then
+        redis.call('HDEL', of, where)
+        redis.call('HSET', of, field, current)
+      end
     else
       byCount, byAge = dropOldest()
       id = redis.call('XADD', docs, '*', 'k', ARGV[at + 4], 'r', ARGV[at + 1], 't', ARGV[at + 2], 'd', ARGV[at + 3])
-      redis.call('HSET', of, key, 'pending:' .. id)
+      redis.call('HSET', of, field, 'pending:' .. id)
     end
     if not newest or older(newest, id) then newest = id end
     local oldest = redis.call('XRANGE', docs, '-', '+', 'COUNT', 1)[1][1]
@@ -113,7 +140,7 @@ if newest and (lastRead == '' or older(lastRead, newest)) then
   local start = lastRead == '' and '-' or '(' .. lastRead
   for _, entry in ipairs(redis.call('XRANGE', docs, start, newest, 'COUNT', mostRead)) do
     local entryKey = keyOf(entry[2])
-    local stored = entryKey and redis.call('HGET', of, entryKey)
+    local stored = entryKey and lineOf(entryKey)
     read[#read + 1] = { entry[1], entry[2], stored or '' }
   end
 end

@@ -38,7 +38,7 @@ import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
 import { DEFAULT_MATCH_LIMIT, rarityOf, SimilarityIndex } from '../similar/similarity-index.js';
 import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import { projectOf } from '../webhooks/feedback-record.js';
-import { readFacts, type EntryFields } from './read-facts.js';
+import { readFacts, readLines, type EntryFields } from './read-facts.js';
 import { groupIdOf, projectKeys, projectsKey, type ProjectKeys } from './similar-keys.js';
 import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './stored-grouping.js';
 
@@ -192,13 +192,17 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     )) as [Buffer, Buffer[]][];
     if (read.length === 0) return [];
     const entries = read.map(([id, fields]) => readEntry(id.toString(), fields));
-    const stored = await connection.hmget(keys.of, ...entries.map((entry) => entry.key));
+    const stored = await readLines(
+      connection,
+      keys,
+      entries.map((entry) => entry.key),
+    );
     return entries.map((entry, i) => ({ ...entry, stored: stored[i] ?? '' }));
   };
 
   /** Adds an entry read to the index, in stream order, with its group. */
   const addEntry = (state: ProjectIndex, entry: Unread, decided: Map<string, Decided>) => {
-    const grouping = readStored(entry.stored);
+    const grouping = readStored(entry.stored, entry.key);
     // One of this batch takes the group chosen for it here, as its join will store it.
     const own = decided.get(entry.id);
     let group = grouping?.g ?? (own && (own.bestGroup || entry.id));
@@ -344,7 +348,10 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
         entryId,
         Number.isFinite(at) ? at : now(),
         entryId,
-        encodeFirst([delivery.key, delivery.record.id]),
+        // Itself as its line keeps it when it starts its group (stored-grouping.ts).
+        delivery.key === keyOfRecord(delivery.record.id)
+          ? ''
+          : encodeFirst([delivery.key, delivery.record.id]),
         best?.key ?? '',
         bestGroup,
         encodeFirst(bestFirst),
@@ -369,9 +376,9 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     let j = 0;
     return entered.map((e, i) => {
       if (e.joined !== undefined) {
-        return readFacts(connection, project, keys, readStored(e.joined)!);
+        return readFacts(connection, project, keys, readStored(e.joined, deliveries[i]!.key)!);
       }
-      const stored = readStored(joined[j++]) as StoredGrouping;
+      const stored = readStored(joined[j++], deliveries[i]!.key) as StoredGrouping;
       const decision = decisions[i]!;
       if (stored.e !== decision.entryId) return readFacts(connection, project, keys, stored);
       return {

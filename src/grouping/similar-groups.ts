@@ -7,13 +7,15 @@ import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
-import { readEntries, readFacts } from './read-facts.js';
+import { keyOfMember, readEntries, readFacts, readLines } from './read-facts.js';
 import {
   groupIdOf,
   groupMembersKey,
+  lineField,
   projectKeys,
   projectsKey,
   readGroupId,
+  type ProjectKeys,
 } from './similar-keys.js';
 import { readStored } from './stored-grouping.js';
 
@@ -157,13 +159,28 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
     const projects = project !== undefined ? [project] : await activeProjects(-Infinity);
     if (projects.length === 0) return undefined;
     const pipeline = connection.pipeline();
-    for (const name of projects) pipeline.hget(projectKeys(prefix, name).of, key);
-    const answers = (await pipeline.exec()) ?? [];
-    for (const [i, [error, value]] of answers.entries()) {
-      if (error) throw error;
-      if (typeof value === 'string') return { project: projects[i]!, value };
+    // Under its field, or (a line written before this version) under its key: lineField.
+    for (const name of projects) {
+      pipeline.hget(projectKeys(prefix, name).of, lineField(key));
+      pipeline.hget(projectKeys(prefix, name).of, key);
+    }
+    const answers = results(await pipeline.exec());
+    for (const [i, value] of answers.entries()) {
+      if (typeof value === 'string') return { project: projects[i >> 1]!, value };
     }
     return undefined;
+  };
+
+  /**
+   * A group of one is not in the project's groups (similar-join.lua): it is one while its first
+   * delivery's line names it. Its arrival, the group's last; null for no such group.
+   */
+  const aloneSince = async (keys: ProjectKeys, group: string): Promise<number | null> => {
+    const [first] = await readEntries(connection, keys, [group.replace(/\.d$/, '')]);
+    if (!first) return null;
+    const [line] = await readLines(connection, keys, [first.key]);
+    const stored = readStored(line, first.key);
+    return stored?.g === group ? stored.t : null;
   };
 
   const summaries = async (
@@ -197,13 +214,21 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       keys,
       found.map(({ group }) => group.replace(/\.d$/, '')),
     );
-    // A first whose entry is gone (past the age or the count): the oldest member kept stands for it.
+    // A first whose entry is gone (past the age or the count): the oldest member kept stands
+    // for it. A first's line is under its field or its key (lineField); a member is either.
+    const oldestMembers = found.map((_, i) => (answers[i * 4 + 3] as string[])[0] ?? '');
+    const lines = await connection.hmget(
+      keys.of,
+      ...found.flatMap((_, i) => {
+        const key = firstEntries[i]?.key;
+        return key === undefined ? [oldestMembers[i]!, oldestMembers[i]!] : [lineField(key), key];
+      }),
+    );
+    const firstLines = found.map((_, i) => lines[2 * i] ?? lines[2 * i + 1] ?? null);
     const firstKeys = found.map(
-      (_, i) => firstEntries[i]?.key ?? (answers[i * 4 + 3] as string[])[0] ?? '',
+      (_, i) => firstEntries[i]?.key ?? keyOfMember(oldestMembers[i]!, firstLines[i]),
     );
-    const stored = (await connection.hmget(keys.of, ...firstKeys)).map((value) =>
-      readStored(value),
-    );
+    const stored = firstLines.map((value, i) => readStored(value, firstKeys[i]!));
     const standIns = firstEntries.some((entry) => entry === undefined)
       ? await readEntries(
           connection,
@@ -327,7 +352,9 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const parsed = readGroupId(id);
       if (!parsed) return undefined;
       const keys = projectKeys(prefix, parsed.project);
-      const lastAt = await connection.zscore(keys.groups, parsed.group);
+      const lastAt =
+        (await connection.zscore(keys.groups, parsed.group)) ??
+        (await aloneSince(keys, parsed.group));
       if (lastAt === null) return undefined;
       const untilMs = now();
       const [summary] = await summaries(
@@ -342,20 +369,27 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         MOST_GROUP_DELIVERIES - 1,
         'WITHSCORES',
       );
-      const members: { key: string; at: number }[] = [];
+      // Each member is a line field (lineField), or a key for one written before this version.
+      const fields: string[] = [];
+      const at: number[] = [];
       for (let i = 0; i + 1 < scored.length; i += 2) {
-        members.push({ key: scored[i]!, at: Number(scored[i + 1]) });
+        fields.push(scored[i]!);
+        at.push(Number(scored[i + 1]));
       }
+      const lines = fields.length === 0 ? [] : await connection.hmget(keys.of, ...fields);
+      const members = fields.map((field, i) => ({
+        key: keyOfMember(field, lines[i]),
+        at: at[i]!,
+      }));
       // No members key: a group of one (similar-join.lua), its first.
       if (members.length === 0 && summary!.size === 1) {
         members.push({ key: summary!.first.key, at: summary!.first.at });
+        lines.push(...(await readLines(connection, keys, [summary!.first.key])));
       }
-      const stored =
-        members.length === 0 ? [] : await connection.hmget(keys.of, ...members.map((m) => m.key));
       const entries = await readEntries(
         connection,
         keys,
-        stored.map((value) => readStored(value)?.e ?? '0-0'),
+        lines.map((value, i) => readStored(value, members[i]!.key)?.e ?? '0-0'),
       );
       const { inWindow: _, ...rest } = summary!;
       return {
@@ -371,7 +405,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
 
     async ofDelivery(key, project) {
       const found = await find(key, project);
-      const stored = readStored(found?.value);
+      const stored = readStored(found?.value, key);
       if (!found || !stored) return undefined;
       const keys = projectKeys(prefix, found.project);
       // No members key: a group of one (similar-join.lua), this delivery.
@@ -381,7 +415,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
 
     async asRouted(key, project) {
       const found = await find(key, project);
-      const stored = readStored(found?.value);
+      const stored = readStored(found?.value, key);
       if (!found || !stored) return undefined;
       return readFacts(connection, found.project, projectKeys(prefix, found.project), stored);
     },

@@ -3,56 +3,101 @@
   (similar-grouping.ts), and each learns which of the worker's windows its arrival crossed. In
   order: a delivery whose best match is an earlier one of the batch takes that one's group as it
   was just stored, as if they had joined one at a time.
-  KEYS[1] the `of` hash, KEYS[2] the groups zset.
+  KEYS[1] the `of` hash (lines by their field: fieldOf below), KEYS[2] the groups zset.
   ARGV: 1 key base, 2 ttl ms, 3 windows (JSON: a list of [atLeast, withinMs]); then per delivery,
   nine: its key, entry id, arrival ms, its own group id (its entry id: the id of the group it
-  starts when it joins none), itself as a group's first (stored-grouping.ts), the best match's
+  starts when it joins none), itself as a group's first (stored-grouping.ts: '' when its key is
+  made of its record id, as its line keeps it when it starts its group), the best match's
   key ('' for none above the threshold), the best match's group and its first as the worker
   computed them (used when the match has not joined yet), its matches (as stored).
   Returns each delivery's stored value (stored-grouping.ts): the one already there when it had
   joined before (a routing that runs again, or one an operator detached), so a delivery is in one
   group only and counted once.
-  A group of one keeps no members key (most groups are of one: issue 30, memory): its one member
-  is its first, whose arrival is in its stored value. The second to join adds the first too.
+  A group of one keeps no members key and is not in the project's groups (most groups are of
+  one: issue 30, memory): its one member is its first, whose arrival is in its stored value. The
+  second to join adds the first to a members key, and the group to the project's groups.
 ]]
 local of, groups = KEYS[1], KEYS[2]
 local base, ttl = ARGV[1], tonumber(ARGV[2])
 local windows = cjson.decode(ARGV[3])
 
+-- A delivery's line field (similar-keys.ts, lineField): its record id when its key is made of
+-- it, else a colon and its key. A line written before this version is under the key itself.
+local function fieldOf(key)
+  local prefix = 'feedback.created:'
+  local rest = string.sub(key, #prefix + 1)
+  if string.sub(key, 1, #prefix) == prefix and string.sub(rest, 1, 1) ~= ':' then return rest end
+  return ':' .. key
+end
+
+-- A delivery's line and where it is (its field, or its key for a line written before); nil and
+-- its field when it has none.
+local function lineOf(key)
+  local field = fieldOf(key)
+  local value = redis.call('HGET', of, field)
+  if value then return value, field end
+  value = redis.call('HGET', of, key)
+  if value then return value, key end
+  return nil, field
+end
+
+local function entryMs(id)
+  return tonumber(string.match(id, '^(%d+)'))
+end
+
+-- A stored arrival (stored-grouping.ts): ms before the entry id's time, or, in a line written
+-- before, the time itself (10^11 or more).
+local function arrivalOf(e, stored)
+  local n = tonumber(stored)
+  if n >= 1e11 or n <= -1e11 then return n end
+  return entryMs(e) - n
+end
+
+-- A first stored empty is the delivery itself, whose key is made of its record id.
+local function firstOf(key, first)
+  if first ~= '' then return first end
+  local recordId = string.sub(key, string.len('feedback.created:') + 1)
+  return string.len(recordId) .. ':' .. recordId
+end
+
 -- The first of a group of one, as the group's second joins: only while it is stored in this
 -- group (one that has not joined yet adds itself when it does; one detached or dropped is not
--- a member), at its arrival as stored.
+-- a member), at its arrival as stored, which it returns (nil when it is not added).
 local function addFirst(members, group, first)
   local length, rest = string.match(first, '^(%d+):(.*)$')
   if not length then return end
   local recordId = string.sub(rest, 1, tonumber(length))
   local firstKey = string.sub(rest, tonumber(length) + 1)
   if firstKey == '' then firstKey = 'feedback.created:' .. recordId end
-  local stored = redis.call('HGET', of, firstKey)
+  local stored, where = lineOf(firstKey)
   if not stored then return end
   local e, g, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
   if g == '' then g = e end
-  if g == group then redis.call('ZADD', members, arrived, firstKey) end
+  if g ~= group then return nil end
+  local at = arrivalOf(e, arrived)
+  redis.call('ZADD', members, string.format('%d', at), where)
+  return at
 end
 
 local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, matches)
-  local current = redis.call('HGET', of, key)
+  local current = lineOf(key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then return current end
+  local field = fieldOf(key)
   -- Its entry was dropped before it joined (past SIMILAR_KEEP, by a later delivery of its own
   -- batch, say): nothing of it is stored, so nothing outlives the entry. Its run sees a group of
   -- its own.
   if current ~= 'pending:' .. entry then
-    return table.concat({ entry, '', 1, string.format('%d', t), '', '', first }, '|')
+    return table.concat({ entry, '', 1, string.format('%d', entryMs(entry) - t), '', '', first }, '|')
   end
 
   if bestKey ~= '' then
-    local best = redis.call('HGET', of, bestKey)
+    local best = lineOf(bestKey)
     if best and string.sub(best, 1, 8) ~= 'pending:' then
       -- Its group (the second field, empty for its own entry id) and its first (the last, after
       -- six bars).
       local bestEntry, bestGroup = string.match(best, '^([^|]*)|([^|]*)|')
       group = bestGroup == '' and bestEntry or bestGroup
-      first = string.match(best, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$')
+      first = firstOf(bestKey, string.match(best, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$'))
     else
       group, first = bestGroup, bestFirst
     end
@@ -60,15 +105,24 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
 
   local members = base .. 'group:' .. group
   local alone = bestKey == '' and redis.call('EXISTS', members) == 0
+  -- The project's groups hold those of two or more (a group of one is not listed: issue 30,
+  -- memory), scored by their last arrival; the second to join adds its group, with the first's
+  -- arrival as the last before its own.
+  local last = nil
   if not alone then
-    if redis.call('EXISTS', members) == 0 then addFirst(members, group, first) end
-    redis.call('ZADD', members, t, key)
+    last = redis.call('ZSCORE', groups, group)
+    last = last and tonumber(last)
+    if redis.call('EXISTS', members) == 0 then
+      local firstAt = addFirst(members, group, first)
+      if not last then last = firstAt end
+    end
+    redis.call('ZADD', members, t, field)
     redis.call('PEXPIRE', members, ttl)
+    local latest = t
+    if last and last > t then latest = last end
+    redis.call('ZADD', groups, latest, group)
+    redis.call('PEXPIRE', groups, ttl)
   end
-  local last = redis.call('ZSCORE', groups, group)
-  last = last and tonumber(last)
-  if not last or last < t then redis.call('ZADD', groups, t, group) end
-  redis.call('PEXPIRE', groups, ttl)
 
   -- Deliveries join out of their arrival order (retries, several workers): a window is counted
   -- up to the group's latest arrival, and only the latest arrival may say the group dropped
@@ -96,12 +150,12 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
     entry,
     group == entry and '' or group,
     alone and 1 or redis.call('ZCARD', members),
-    string.format('%d', t),
+    string.format('%d', entryMs(entry) - t),
     table.concat(crossed, ','),
     matches,
     first,
   }, '|')
-  redis.call('HSET', of, key, value)
+  redis.call('HSET', of, field, value)
   return value
 end
 

@@ -11,7 +11,10 @@
 export interface ProjectKeys {
   /** The stream of entries: k (delivery key, '' when it is made of the record id), r (record id), t (title), d (compact document). */
   readonly docs: string;
-  /** Delivery key -> its stored grouping (stored-grouping.ts), or `pending:<entry id>`. */
+  /**
+   * A delivery's line field (lineField) -> its stored grouping (stored-grouping.ts), or
+   * `pending:<entry id>`. A line written before this version is under the delivery's key.
+   */
   readonly of: string;
   /** The project's groups (their ids within the project), scored by their last arrival (ms). */
   readonly groups: string;
@@ -37,6 +40,32 @@ export function projectsKey(prefix: string): string {
 /** A group's members; `group` is its id within the project. */
 export function groupMembersKey(keys: ProjectKeys, group: string): string {
   return `${keys.base}group:${group}`;
+}
+
+/** The prefix of a key made of a record id (keyOfRecord). */
+const KEY_OF_RECORD_PREFIX = 'feedback.created:';
+
+/** Marks a line field that is a whole key (one not made of a record id). */
+const WHOLE_KEY = ':';
+
+/**
+ * Where a delivery's line is in the `of` hash, and what its group's members key holds of it: the
+ * record id alone when its key is made of it (keyOfRecord; most are: 17 bytes less, twice per
+ * delivery), else its key after a colon, so the two forms never meet (a record id that starts
+ * with a colon takes the second). The scripts compute it too (similar-*.lua, `fieldOf`). A line
+ * written before this version is under the key itself, and its members hold the key: readers
+ * look there when the field has nothing.
+ */
+export function lineField(key: string): string {
+  const rest = key.slice(KEY_OF_RECORD_PREFIX.length);
+  return key.startsWith(KEY_OF_RECORD_PREFIX) && !rest.startsWith(WHOLE_KEY)
+    ? rest
+    : `${WHOLE_KEY}${key}`;
+}
+
+/** The delivery key of a line field (lineField). */
+export function keyOfLineField(field: string): string {
+  return field.startsWith(WHOLE_KEY) ? field.slice(1) : `${KEY_OF_RECORD_PREFIX}${field}`;
 }
 
 /** A group's public id: its project, base64url, a dot, and its id within the project. */

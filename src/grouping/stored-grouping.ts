@@ -3,16 +3,22 @@
  * and how a stored value reads back. Kept small: it is paid once per delivery kept (docs/similar.md,
  * "Cost"). One line of fields split by `|`, which the scripts read too:
  *
- *   entry id | group | size | arrival ms | crossed | matches | first
+ *   entry id | group | size | arrival | crossed | matches | first
  *
  * - group: the group's own id within its project (see similar-keys.ts), empty when it is the
  *   entry id (a delivery that started its group: most do; issue 30, memory);
+ * - arrival: how many ms before its entry id's time the delivery arrived (receivedAt), a few
+ *   digits where the time itself takes 13. A line written before took the time itself: a number
+ *   of 10^11 or more (three years of ms) is one (ARRIVAL_AS_TIME);
  * - crossed: `atLeast:withinMs` pairs, comma-separated;
- * - matches: per match, its entry's distance back from this entry in base 36 (`ms` or `ms.seq`),
- *   a colon and its score in thousandths, base 36; comma-separated, best first. Only this file
+ * - matches: per match, its score in thousandths in two base-36 digits, then its entry's
+ *   distance back from this entry in base 36 (`ms` or `ms.seq`); comma-separated, best first.
+ *   A line written before put the distance first and a colon before the score. Only this file
  *   reads them; the scripts keep them as they are;
  * - first: the group's first delivery, `<bytes of record id>:<record id><key>`, the key left
  *   empty when it is made of the record id (keyOfRecord). Last, as a key may hold any character.
+ *   Empty when the delivery started its group and its key is made of its record id: the first is
+ *   the delivery itself, whose key the reader looked it up by.
  */
 import type { SimilarWindow } from '../similar/similar-facts.js';
 import { keyOfRecord } from '../webhooks/delivery.js';
@@ -37,27 +43,56 @@ export interface StoredGrouping {
 /** The value of a delivery that has entered the stream and not yet joined a group. */
 export const PENDING = 'pending:';
 
-export function readStored(value: string | null | undefined): StoredGrouping | undefined {
+/** An arrival field this large is a time (a line written before offsets), not an offset. */
+export const ARRIVAL_AS_TIME = 1e11;
+
+/** The stored grouping of the delivery whose key is `key` (the first may be itself: see the header). */
+export function readStored(
+  value: string | null | undefined,
+  key: string,
+): StoredGrouping | undefined {
   if (typeof value !== 'string' || value.startsWith(PENDING)) return undefined;
-  const fields = /^([^|]*)\|([^|]*)\|(\d+)\|(\d+)\|([^|]*)\|([^|]*)\|(\d+):(.*)$/s.exec(value);
+  const fields = /^([^|]*)\|([^|]*)\|(\d+)\|(-?\d+)\|([^|]*)\|([^|]*)\|(?:(\d+):(.*))?$/s.exec(
+    value,
+  );
   if (!fields) return undefined;
-  const [, e = '', g = '', s, t, c = '', m = '', length, rest = ''] = fields;
-  // The length is in bytes, as the scripts count it.
-  const bytes = Buffer.from(rest, 'utf8');
-  const recordId = bytes.subarray(0, Number(length)).toString('utf8');
-  const key = bytes.subarray(Number(length)).toString('utf8');
+  const [, e = '', g = '', s, arrival, c = '', m = '', length, rest] = fields;
+  let first: readonly [string, string];
+  if (length === undefined) {
+    // Itself, a key made of its record id.
+    if (g !== '' || !key.startsWith(KEY_OF_RECORD_PREFIX)) return undefined;
+    first = [key, key.slice(KEY_OF_RECORD_PREFIX.length)];
+  } else {
+    // The length is in bytes, as the scripts count it.
+    const bytes = Buffer.from(rest ?? '', 'utf8');
+    const recordId = bytes.subarray(0, Number(length)).toString('utf8');
+    const firstKey = bytes.subarray(Number(length)).toString('utf8');
+    first = [firstKey === '' ? keyOfRecord(recordId) : firstKey, recordId];
+  }
   return {
     e,
     g: g === '' ? e : g,
     s: Number(s),
-    t: Number(t),
-    f: [key === '' ? keyOfRecord(recordId) : key, recordId],
+    t: arrivalOf(e, Number(arrival)),
+    f: first,
     c: list(c).map((pair) => {
       const [atLeast = 0, withinMs = 0] = pair.split(':').map(Number);
       return [atLeast, withinMs] as const;
     }),
     m: readMatches(e, m),
   };
+}
+
+/** The prefix of a key made of a record id (keyOfRecord). */
+const KEY_OF_RECORD_PREFIX = keyOfRecord('');
+
+function arrivalOf(entryId: string, stored: number): number {
+  return Math.abs(stored) >= ARRIVAL_AS_TIME ? stored : entryIdParts(entryId)[0] - stored;
+}
+
+/** An arrival as stored: ms before the entry id's time (see the header). */
+export function encodeArrival(entryId: string, arrival: number): string {
+  return String(entryIdParts(entryId)[0] - arrival);
 }
 
 /** A group's first delivery as stored: see the header. */
@@ -76,15 +111,23 @@ export function encodeMatches(
       const [ms, seq] = entryIdParts(id);
       const back = ownMs - ms;
       const distance = seq === 0 ? back.toString(36) : `${back.toString(36)}.${seq.toString(36)}`;
-      return `${distance}:${thousandths.toString(36)}`;
+      return `${thousandths.toString(36).padStart(SCORE_DIGITS, '0')}${distance}`;
     })
     .join(',');
 }
 
+/** Base-36 digits of a score in thousandths (0 to 1000: "00" to "rs"). */
+const SCORE_DIGITS = 2;
+
 function readMatches(own: string, text: string): [string, number][] {
   const [ownMs] = entryIdParts(own);
   return list(text).map((match) => {
-    const [distance = '', score = '0'] = match.split(':');
+    const colon = match.indexOf(':');
+    // As a line written before kept it: `distance:score`.
+    const [distance, score] =
+      colon === -1
+        ? [match.slice(SCORE_DIGITS), match.slice(0, SCORE_DIGITS)]
+        : [match.slice(0, colon), match.slice(colon + 1)];
     const [back = '0', seq = '0'] = distance.split('.');
     return [`${ownMs - parseInt(back, 36)}-${parseInt(seq, 36)}`, parseInt(score, 36)];
   });

@@ -16,8 +16,6 @@ export interface DeliveryStats {
   count(outcome: string, reason?: string): void;
   /** A signature accepted with the secret at this position (0: the first). */
   secretMatched(index: number): void;
-  /** Writes what is counted so far. */
-  flush(): Promise<void>;
   /** Stops the timer and writes the rest. */
   close(): Promise<void>;
 }
@@ -106,7 +104,6 @@ export function createDeliveryStats({
   return {
     count: (outcome, reason) => add(reason ? `${outcome}:${reason}` : outcome),
     secretMatched: (index) => add(`secret:${index}`),
-    flush,
     async close() {
       clearInterval(timer);
       await flushing;

@@ -16,15 +16,11 @@ export type RedisConnection = Redis | Cluster;
 /** How long one command may take before the producer gives up on it. */
 export const PRODUCER_COMMAND_TIMEOUT_MS = 1_500;
 
-export interface ProducerConnectionOptions {
-  /** Default: PRODUCER_COMMAND_TIMEOUT_MS. Longer when writes wait for replicas (ACK_REPLICAS). */
-  readonly commandTimeoutMs?: number;
-}
-
+/** `commandTimeoutMs` is longer when writes wait for replicas (ACK_REPLICAS). */
 export function createProducerConnection(
   url: string,
   logger: Logger,
-  { commandTimeoutMs = PRODUCER_COMMAND_TIMEOUT_MS }: ProducerConnectionOptions = {},
+  { commandTimeoutMs = PRODUCER_COMMAND_TIMEOUT_MS }: { readonly commandTimeoutMs?: number } = {},
 ): RedisConnection {
   return failFastConnection(url, logger, 'producer', commandTimeoutMs);
 }
@@ -229,8 +225,17 @@ export function duplicateConnection(connection: RedisConnection): RedisConnectio
   return connection instanceof Cluster ? connection.duplicate() : connection.duplicate();
 }
 
-/** How long closing a connection waits for the replies in flight before it cuts it. */
+/** How long closing waits on Redis (replies in flight, last writes) before it goes on. */
 export const CLOSE_WITHIN_MS = 2_000;
+
+/** Whether `promise` settled within `ms`; it goes on either way. */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const settled = promise.then(
+    () => true,
+    () => true,
+  );
+  return Promise.race([settled, sleep(ms, false, { ref: false })]);
+}
 
 /**
  * Closes a connection on purpose: waits for replies in flight (at most CLOSE_WITHIN_MS, so a
@@ -239,13 +244,10 @@ export const CLOSE_WITHIN_MS = 2_000;
 export async function closeConnection(connection: RedisConnection): Promise<void> {
   closing.add(connection);
   const quit = connection.quit().then(
-    () => 'closed' as const,
-    () => 'failed' as const,
+    () => true,
+    () => false,
   );
-  if (
-    (await Promise.race([quit, sleep(CLOSE_WITHIN_MS, 'late' as const, { ref: false })])) !==
-    'closed'
-  ) {
+  if (!(await Promise.race([quit, sleep(CLOSE_WITHIN_MS, false, { ref: false })]))) {
     connection.disconnect();
   }
 }

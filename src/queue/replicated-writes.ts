@@ -78,7 +78,7 @@ export function createReplicatedWrites({
       }
       let wait = waits.get(node);
       if (!wait) waits.set(node, (wait = createSharedWait(node, replicas)));
-      await wait.confirm(generation!, deadline);
+      await wait(generation!, deadline);
       return result;
     },
   };
@@ -91,10 +91,8 @@ interface Waiter {
   reject(error: Error): void;
 }
 
-interface SharedWait {
-  /** Resolves once `replicas` replicas hold every write made so far on the connection. */
-  confirm(generation: number, deadline: number): Promise<void>;
-}
+/** Resolves once `replicas` replicas hold every write made so far on the connection. */
+type SharedWait = (generation: number, deadline: number) => Promise<void>;
 
 /** One WAIT at a time on a connection; the writes that finish meanwhile wait on the next one. */
 function createSharedWait(node: Redis, replicas: number): SharedWait {
@@ -140,13 +138,11 @@ function createSharedWait(node: Redis, replicas: number): SharedWait {
     sending = false;
   }
 
-  return {
-    confirm: (generation, deadline) =>
-      new Promise<void>((resolve, reject) => {
-        waiting.push({ generation, deadline, resolve, reject });
-        if (!sending) void sendWaits();
-      }),
-  };
+  return (generation, deadline) =>
+    new Promise<void>((resolve, reject) => {
+      waiting.push({ generation, deadline, resolve, reject });
+      if (!sending) void sendWaits();
+    });
 }
 
 /** Counts a connection's reconnections: writes of one generation went out on one socket. */

@@ -75,7 +75,6 @@ const BATCH = 50;
 const PROGRESS_TTL_SECONDS = 86_400;
 
 interface Target {
-  readonly deliveryKey: string;
   readonly deliveryJobId: string;
   readonly handler: string;
 }
@@ -113,9 +112,6 @@ export function createBulkActions(options: {
   let closing = false;
 
   async function targets(selection: BulkSelection): Promise<{ found: number; runs: Target[] }> {
-    if (selection.action === 'run-again' && !selection.handler) {
-      throw new BulkSelectionError('run-again needs a handler');
-    }
     const since = selection.sinceMs === undefined ? 0 : Date.now() - selection.sinceMs;
     // One search, read once: new deliveries arriving meanwhile cannot shift it.
     const { entries } = await history.search({
@@ -156,23 +152,16 @@ export function createBulkActions(options: {
     selection: BulkSelection,
     attempts: number | undefined,
   ): Promise<boolean> {
-    if (target.handler === ROUTING) {
-      // A routing that failed for good: retried as a failed run is, it routes its delivery again.
-      const job = await deliveries.getJob(target.deliveryJobId);
-      return job ? startAfresh(job, 'failed', markers) : false;
-    }
-    const queue = runQueues.of(target.handler);
-    const id = runJobId(target.deliveryJobId, target.handler);
-    const job = await queue.getJob(id);
+    // A routing that failed for good is retried as a failed run is: it routes its delivery again.
+    const routing = target.handler === ROUTING;
+    const id = routing ? target.deliveryJobId : runJobId(target.deliveryJobId, target.handler);
+    const job = await (routing ? deliveries : runQueues.of(target.handler)).getJob(id);
     if (job) {
-      const state = await job.getState();
-      if (state === 'failed') return startAfresh(job, 'failed', markers);
-      if (state === 'completed' && selection.action === 'run-again') {
-        return startAfresh(job, 'completed', markers);
-      }
-      return false;
+      if (await startAfresh(job, 'failed', markers)) return true;
+      return selection.action === 'run-again' && startAfresh(job, 'completed', markers);
     }
     if (selection.action !== 'run-again') return false;
+    const queue = runQueues.of(target.handler);
     // The handler never saw this delivery (or its run is gone): a new run, while the record is kept.
     const deliveryJob = await deliveries.getJob(target.deliveryJobId);
     const read = deliveryJob ? readDelivery(deliveryJob.data) : undefined;
@@ -310,9 +299,9 @@ export function createBulkActions(options: {
 
 /** The runs an action takes from one delivery of the result. */
 function targetsOf(entry: HistoryEntry, selection: BulkSelection): Target[] {
-  const base = { deliveryKey: entry.key, deliveryJobId: entry.deliveryJobId };
-  if (selection.action === 'run-again') return [{ ...base, handler: selection.handler! }];
+  const { deliveryJobId } = entry;
+  if (selection.action === 'run-again') return [{ deliveryJobId, handler: selection.handler! }];
   return Object.entries(entry.outcomes)
     .filter(([, outcome]) => outcome.state === 'failed')
-    .map(([handler]) => ({ ...base, handler }));
+    .map(([handler]) => ({ deliveryJobId, handler }));
 }

@@ -41,7 +41,7 @@ export interface DeadLetter {
   /**
    * Queues again the failed runs of one group (the console's "retry all" of a handler and
    * cause): those of `handler` whose reason has the cause of `reason` (failure-cause.ts), so any
-   * one of the group's reasons, or its cause, names the whole group. Among the newest
+   * one of the group's reasons, or its cause, names the whole group. Among the handler's newest
    * MOST_IN_A_GROUP_RETRY; returns how many.
    */
   retryGroup(group: { handler: string; reason: string }): Promise<number>;
@@ -115,14 +115,13 @@ export function createDeadLetter({
     failedAt: job.finishedOn === undefined ? undefined : new Date(job.finishedOn).toISOString(),
   });
 
-  /** The queue a job id belongs to: a run's id names its handler; any other is a delivery's. */
-  const queueOf = async (id: string): Promise<Queue | undefined> => {
-    const handler = handlerOfRunId(id);
-    if (handler === undefined) return deliveries;
+  /** The routing's queue, or a handler's: undefined for a handler that has none. */
+  const queueOf = async (handler: string): Promise<Queue | undefined> => {
+    if (handler === ROUTING) return deliveries;
     return (await runQueues.handlers()).includes(handler) ? runQueues.of(handler) : undefined;
   };
 
-  const deadLetter: DeadLetter = {
+  return {
     async list({ offset = 0, limit = 50 } = {}) {
       // Each queue's newest `offset + limit`, merged: enough for any page of them together.
       const pages = await Promise.all(
@@ -142,7 +141,8 @@ export function createDeadLetter({
     },
 
     async retry(id) {
-      const queue = await queueOf(id);
+      // A run's id names its handler; any other is a delivery's.
+      const queue = await queueOf(handlerOfRunId(id) ?? ROUTING);
       const job = queue && (await queue.getJob(id));
       return job ? retryAfresh(job) : false;
     },
@@ -175,26 +175,20 @@ export function createDeadLetter({
 
     async retryGroup({ handler, reason }) {
       const cause = failureCause(reason);
-      const entries = await deadLetter.list({ limit: MOST_IN_A_GROUP_RETRY });
+      const queue = await queueOf(handler);
       let retried = 0;
-      for (const entry of entries) {
-        if (entry.handler !== handler || failureCause(entry.reason) !== cause) continue;
-        if (await deadLetter.retry(entry.id)) retried += 1;
+      for (const job of (await queue?.getFailed(0, MOST_IN_A_GROUP_RETRY - 1)) ?? []) {
+        if (failureCause(job.failedReason) === cause && (await retryAfresh(job))) retried += 1;
       }
       return retried;
     },
   };
-  return deadLetter;
 }
 
 /** Failed jobs retried at once by retryAll. */
 const RETRY_PAGE = 100;
 
 function keyOf(delivery: unknown): string {
-  return delivery !== null &&
-    typeof delivery === 'object' &&
-    'key' in delivery &&
-    typeof delivery.key === 'string'
-    ? delivery.key
-    : '';
+  const key = (delivery as { key?: unknown } | null | undefined)?.key;
+  return typeof key === 'string' ? key : '';
 }

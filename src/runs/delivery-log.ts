@@ -8,7 +8,7 @@
  */
 import type { Job, Queue } from 'bullmq';
 import { summarize, type HistoryEntry, type RecordSummary } from '../history/delivery-history.js';
-import { stateOfEntry, type HistorySearch } from '../history/history-search.js';
+import { stateOfEntry, type HistoryQuery, type HistorySearch } from '../history/history-search.js';
 import { findDelivery } from '../queue/deliveries-queue.js';
 import type { Quarantine, QuarantineSummary } from '../queue/quarantine.js';
 import { traceIdOf } from '../tracing/trace-id.js';
@@ -68,13 +68,10 @@ export interface DeliveryView {
   readonly traceId?: string;
 }
 
-export interface DeliveryQuery {
-  /** A feedback id, a record id, a delivery key, words of the title or description, or a reporter email. */
-  readonly q?: string | undefined;
+/** A history search (`q`: a feedback id, a record id, a delivery key, words, an email) by filter. */
+export type DeliveryQuery = Omit<HistoryQuery, 'state'> & {
   readonly state?: DeliveryFilter | undefined;
-  readonly offset: number;
-  readonly limit: number;
-}
+};
 
 export interface DeliveryPage {
   /** Quarantined ones only under the `quarantined` filter, and then only those. */
@@ -118,15 +115,10 @@ export function createDeliveryLog(
       .flatMap((job) => {
         const read = readDelivery(job.data);
         if (!read.ok || (q !== '' && !matches(read.delivery, q))) return [];
-        const { delivery } = read;
-        const summary: DeliverySummary = {
-          key: delivery.key,
-          receivedAt: delivery.receivedAt,
-          record: summarize(delivery.record),
-          state: 'waiting',
-          runs: [],
-        };
-        return [summary];
+        const { key, receivedAt, record } = read.delivery;
+        return [
+          { key, receivedAt, record: summarize(record), state: 'waiting' as const, runs: [] },
+        ];
       });
   }
 

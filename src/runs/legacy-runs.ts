@@ -12,13 +12,7 @@
  */
 import { Queue, type Job, type JobType } from 'bullmq';
 import type { RedisConnection } from '../queue/redis.js';
-import {
-  HANDLER_RUN_RETENTION,
-  MOST_ATTEMPT_RECORDS,
-  RUN_BACKOFF_TYPE,
-  type HandlerRunData,
-  type RunQueues,
-} from './run-queues.js';
+import { HANDLER_NAME, runJobOptions, type HandlerRunData, type RunQueues } from './run-queues.js';
 
 /** The one queue of runs of the versions before a queue per handler. */
 export const LEGACY_RUNS_QUEUE = 'handler-runs';
@@ -44,9 +38,6 @@ export interface MoveLegacyRunsOptions {
 
 /** Runs read from the old queue at a time. */
 const PAGE = 100;
-
-/** Handler names as defineHandler allows them: a queue's name may hold one. */
-const HANDLER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 export async function moveLegacyRuns(options: MoveLegacyRunsOptions): Promise<LegacyRunsMove> {
   const { connection, prefix, runQueues, dedupeTtlSeconds } = options;
@@ -80,12 +71,7 @@ export async function moveLegacyRuns(options: MoveLegacyRunsOptions): Promise<Le
   async function moveOne(job: Job<HandlerRunData>): Promise<void> {
     const dueIn = job.delay > 0 ? job.timestamp + job.delay - Date.now() : 0;
     await runQueues.of(job.name).add(job.name, job.data, {
-      ...HANDLER_RUN_RETENTION,
-      jobId: job.id!,
-      deduplication: { id: job.id!, ttl: dedupeTtlSeconds * 1000 },
-      attempts: job.opts.attempts ?? 1,
-      backoff: { type: RUN_BACKOFF_TYPE },
-      keepLogs: MOST_ATTEMPT_RECORDS,
+      ...runJobOptions(job.id!, job.opts.attempts ?? 1, { dedupeTtlSeconds }),
       ...(dueIn > 0 ? { delay: dueIn } : {}),
     });
     try {

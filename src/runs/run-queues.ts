@@ -1,11 +1,7 @@
 /**
- * What a run is in Redis. A run is one handler's work on one delivery, and it is one job of its
- * handler's own queue, `runs-<handler>`, from its first attempt: BullMQ's attempts, backoff,
- * delay, rate limit and failed state are the run's. A worker consumes only the queues of the
- * handlers it has, so a run whose handler no worker has waits in its queue; pausing, concurrency
- * and rate limits come per handler, from BullMQ. The routing job adds a delivery's runs and
- * completes; every attempt is made by the worker's one executor (src/worker/runs.ts). docs/runs.md
- * draws the whole life.
+ * What a run is in Redis: one handler's work on one delivery is one job of its handler's own
+ * queue, `runs-<handler>`, from its first attempt, so BullMQ's attempts, backoff, delay, rate limit
+ * and failed state are the run's. docs/runs.md draws its whole life.
  */
 import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
@@ -21,7 +17,10 @@ import { readRoster } from './handler-roster.js';
  */
 export { ROUTING } from '../history/delivery-history.js';
 
-/** The queue of one handler's runs. (BullMQ refuses `:` in a queue name; handler names have none.) */
+/** A handler's name (defineHandler): it names a queue too, and BullMQ refuses `:` there. */
+export const HANDLER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+/** The queue of one handler's runs. */
 export function runQueueName(handler: string): string {
   return `runs-${handler}`;
 }
@@ -32,14 +31,12 @@ export function runQueueName(handler: string): string {
  * its own at start.
  */
 export interface RunQueues {
-  /** The queue of this handler's runs. */
   of(handler: string): Queue<HandlerRunData>;
   /**
    * The handlers that have a queue: those a worker started with within the roster's memory, and
    * those asked for here already. Sorted.
    */
   handlers(): Promise<string[]>;
-  /** The queues of `handlers()`. */
   all(): Promise<Queue<HandlerRunData>[]>;
   close(): Promise<void>;
 }
@@ -117,10 +114,7 @@ export interface AttemptRecord {
 /** A run job's data: the delivery, so an attempt reads nothing else. */
 export interface HandlerRunData {
   readonly delivery: Delivery;
-  /**
-   * How often an operator started the run afresh (restart.ts); none is 0. A success is known by
-   * its life (runSuccessKey), so one of an earlier life cannot pass for the new life's.
-   */
+  /** How often an operator started the run afresh (restart.ts); none is 0. See runSuccessKey. */
   readonly life?: number;
   /** What grouping found for the delivery (ctx.similar); absent when SIMILAR=off. */
   readonly similar?: SimilarFacts;
@@ -215,7 +209,7 @@ export async function addRuns(
     readonly similar?: SimilarFacts | undefined;
   },
   runs: readonly NewRun[],
-  { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
+  { dedupeTtlSeconds, retention }: AddRunsOptions,
 ): Promise<void> {
   await Promise.all(
     runs.map(({ handler, attempts, life }) => {
@@ -225,17 +219,26 @@ export async function addRuns(
         ...(routed.similar ? { similar: routed.similar } : {}),
       };
       const jobId = runJobId(routed.deliveryJobId, handler);
-      const opts: JobsOptions = {
-        ...retention,
-        jobId,
-        deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
-        attempts,
-        backoff: { type: RUN_BACKOFF_TYPE },
-        keepLogs: MOST_ATTEMPT_RECORDS,
-      };
+      const opts = runJobOptions(jobId, attempts, { dedupeTtlSeconds, retention });
       return queues.of(handler).add(handler, data, opts);
     }),
   );
+}
+
+/** How every run job is added: under its id, which is also its deduplication id. */
+export function runJobOptions(
+  jobId: string,
+  attempts: number,
+  { dedupeTtlSeconds, retention = HANDLER_RUN_RETENTION }: AddRunsOptions,
+): JobsOptions {
+  return {
+    ...retention,
+    jobId,
+    deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
+    attempts,
+    backoff: { type: RUN_BACKOFF_TYPE },
+    keepLogs: MOST_ATTEMPT_RECORDS,
+  };
 }
 
 /** Writes the record of an attempt that did not complete its run, as a line of the job's logs. */

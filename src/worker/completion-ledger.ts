@@ -24,31 +24,30 @@
  * (`holdAtMostMs` since the handler returned). What it lets go falls back to at-least-once (its
  * handler may run again after a failover or a long outage), and a warning says how many.
  *
- * A run's success is known by its success key (runSuccessKey: the handler, the delivery's key,
- * and the run's life), not by its job id: a delivery sent again as a new job after a failover is
- * the same delivery, while an operator's run again or retry starts a new life (restart.ts), which
- * no success of an earlier life matches, held or marked, so the ledger cannot undo it.
+ * A run's success is known by its success key (runSuccessKey), which a delivery sent again after
+ * a failover shares and an operator's run again or retry does not: the ledger cannot undo those.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster } from 'ioredis';
 import type { Logger } from '../logger.js';
-import { closeConnection, duplicateConnection, type RedisConnection } from '../queue/redis.js';
+import {
+  CLOSE_WITHIN_MS,
+  closeConnection,
+  duplicateConnection,
+  settlesWithin,
+  type RedisConnection,
+} from '../queue/redis.js';
 import { createReplicatedWrites, type ReplicaAcks } from '../queue/replicated-writes.js';
 import { succeededMarkerKey } from '../runs/run-queues.js';
 import { detached } from '../tracing/tracer.js';
 
-/**
- * Runs are known by their success key (runSuccessKey), so a delivery sent again as a new job
- * after a failover lost it is recognised; a confirmation is matched to its job id too, so that
- * another job of the same key confirms nothing it did not do.
- */
 export interface CompletionLedger {
   /**
    * The handler of this run returned. Its marker, if one is written, lasts as long as the
    * delivery is remembered: DEDUPE_TTL_SECONDS from `receivedAt` (ms), as its deduplication does.
    */
   succeeded(successKey: string, jobId: string, receivedAt: number): void;
-  /** BullMQ recorded the run's job as completed. */
+  /** BullMQ recorded the run's job as completed (another job of the same key confirms nothing). */
   confirmed(successKey: string, jobId: string): void;
   /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
   holds(successKey: string): boolean;
@@ -62,7 +61,7 @@ export interface CompletionLedger {
   readonly marksEverySuccess: boolean;
   /**
    * Stops listening to the connection and writes the markers of every success still held,
-   * waiting for Redis up to `CLOSE_WAIT_MS`: a shutdown does not hang on a Redis that is away.
+   * waiting for Redis up to CLOSE_WITHIN_MS: a shutdown does not hang on a Redis that is away.
    * What cannot be written is logged at error, with the runs' success keys.
    */
   close(): Promise<void>;
@@ -78,8 +77,6 @@ export interface CompletionLedgerOptions {
   /** How long a marker is kept: as long as a delivery is remembered. */
   readonly ttlSeconds: number;
   readonly logger: Logger;
-  /** How long a recorded run waits for others to share its write. Default: 20. */
-  readonly batchMs?: number;
   /** ACK_REPLICAS: how many replicas must hold a marker before a success is let go. */
   readonly acks?: ReplicaAcks;
   /**
@@ -98,9 +95,6 @@ export interface CompletionLedgerOptions {
   readonly now?: () => number;
 }
 
-/** How long closing waits for the last markers to be written. */
-export const CLOSE_WAIT_MS = 2_000;
-
 /** Most successes held at once: some 3 MB; a minute and a half of runs at 100 a second. */
 export const MOST_HELD = 10_000;
 
@@ -109,6 +103,9 @@ export const MOST_HELD = 10_000;
  * play (a 30 s outage; a promotion, then the worker back on the new primary).
  */
 export const HOLD_AT_MOST_MS = 5 * 60_000;
+
+/** How long a recorded run waits for others to share its write. */
+const BATCH_MS = 20;
 
 /** How soon markers that could not be written (or replicated) are tried again. */
 const RETRY_MS = 1_000;
@@ -138,7 +135,6 @@ export function createCompletionLedger({
   prefix,
   ttlSeconds,
   logger,
-  batchMs = 20,
   acks,
   confirmWithinMs = 5_000,
   mostHeld = MOST_HELD,
@@ -174,6 +170,17 @@ export function createCompletionLedger({
   let failing = false;
   let letGo = 0;
   let lastLetGoWarning = -Infinity;
+
+  /** Unconfirmed successes that returned at `before` or earlier are to be written; how many. */
+  const toBeWritten = (before = Infinity) => {
+    let count = 0;
+    for (const success of held.values()) {
+      if (success.stage !== 'unconfirmed' || success.since > before) continue;
+      success.stage = 'unwritten';
+      count += 1;
+    }
+    return count;
+  };
 
   const needsWrite = (success: Held) =>
     success.stage === 'unwritten' ||
@@ -243,7 +250,7 @@ export function createCompletionLedger({
 
   let batch: Promise<void> | undefined;
   // Outside the trace of the run whose success started the batch: its lines are the ledger's.
-  const writeBatch = (delayMs = batchMs) => (batch ??= detached(() => nextBatch(delayMs)));
+  const writeBatch = (delayMs = BATCH_MS) => (batch ??= detached(() => nextBatch(delayMs)));
   const nextBatch = (delayMs: number) =>
     sleep(delayMs, undefined, { ref: false }).then(async () => {
       batch = undefined;
@@ -271,12 +278,7 @@ export function createCompletionLedger({
   const onReady = () => {
     // Completions BullMQ has not confirmed may never be: Redis may have refused them, or a
     // failover lost them. Their markers say what the completions would have said.
-    let unconfirmed = 0;
-    for (const success of held.values()) {
-      if (success.stage !== 'unconfirmed') continue;
-      success.stage = 'unwritten';
-      unconfirmed += 1;
-    }
+    const unconfirmed = toBeWritten();
     if (unconfirmed > 0) {
       logger.info(
         { runs: unconfirmed },
@@ -290,13 +292,7 @@ export function createCompletionLedger({
   // worker's own connection cut): a success BullMQ has not confirmed for a while gets its marker,
   // before the job's lock can expire and another worker take it up.
   const sweep = setInterval(() => {
-    const before = clock() - confirmWithinMs;
-    let late = 0;
-    for (const success of held.values()) {
-      if (success.stage !== 'unconfirmed' || success.since > before) continue;
-      success.stage = 'unwritten';
-      late += 1;
-    }
+    const late = toBeWritten(clock() - confirmWithinMs);
     prune();
     if (late > 0) void writeBatch();
   }, confirmWithinMs);
@@ -342,15 +338,10 @@ export function createCompletionLedger({
       clearInterval(sweep);
       // A completion BullMQ has not confirmed by now (Redis away, or a handler abandoned at
       // shutdown) may never be: its marker says so to the worker that takes the job next.
-      for (const success of held.values()) {
-        if (success.stage === 'unconfirmed') success.stage = 'unwritten';
-      }
+      toBeWritten();
       prune();
       if (held.size > 0) {
-        await Promise.race([
-          writeMarkers().catch(() => undefined),
-          sleep(CLOSE_WAIT_MS, undefined, { ref: false }),
-        ]);
+        await settlesWithin(writeMarkers(), CLOSE_WITHIN_MS);
       }
       if (held.size > 0) {
         const keys = [...held.keys()];

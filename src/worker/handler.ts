@@ -6,6 +6,7 @@
 import type { FeedbackApi } from '../api/client.js';
 import type { Logger } from '../logger.js';
 import { ROUTING } from '../history/delivery-history.js';
+import { HANDLER_NAME } from '../runs/run-queues.js';
 import { FEEDBACK_CREATED } from '../webhooks/delivery.js';
 import type { FeedbackRecord } from '../webhooks/feedback-record.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
@@ -87,8 +88,6 @@ export const DEFAULT_BACKOFF: Required<HandlerBackoff> = {
   jitter: 0.5,
 };
 
-const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-
 /**
  * Declares a handler.
  *
@@ -104,7 +103,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
  */
 export function defineHandler(definition: HandlerDefinition): Handler {
   const { name, events = [FEEDBACK_CREATED], where, attempts = DEFAULT_ATTEMPTS } = definition;
-  if (typeof name !== 'string' || !NAME.test(name)) {
+  if (typeof name !== 'string' || !HANDLER_NAME.test(name)) {
     throw new TypeError(
       `Handler name ${JSON.stringify(name)} is not usable: use 1 to 64 letters, digits, "-", "_" or "."`,
     );

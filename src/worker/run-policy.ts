@@ -78,6 +78,7 @@ function isUnrecoverable(error: unknown): boolean {
   );
 }
 
-function describe(error: unknown): string {
+/** A thrown value's message, whatever was thrown. */
+export function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

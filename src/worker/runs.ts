@@ -10,9 +10,7 @@
  *    backoff), BullMQ's manual rate limit (wait: the handler's whole queue waits, and the job
  *    goes back to waiting), UnrecoverableError (fail: the dead letter), moveToWait (interrupted
  *    by shutdown). A run's state is its job's.
- * 3. A worker consumes only the queues of the handlers it has: a run whose handler no worker has
- *    (a rolling deploy, a handler taken out) waits in its queue, and nothing takes it meanwhile.
- * 4. A run that completed is not run again: a job that was started before without an outcome
+ * 3. A run that completed is not run again: a job that was started before without an outcome
  *    asks the completion ledger first (completion-ledger.ts).
  */
 import {
@@ -45,7 +43,13 @@ import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { RunContext, type RunBindings } from './run-context.js';
-import { decideRun, retryDelayMs, type AttemptResult, type RunDecision } from './run-policy.js';
+import {
+  decideRun,
+  describe,
+  retryDelayMs,
+  type AttemptResult,
+  type RunDecision,
+} from './run-policy.js';
 
 export interface RunsOptions {
   readonly handlers: readonly Handler[];
@@ -80,21 +84,26 @@ export interface Runs {
   inFlight(): string[];
 }
 
-/** The metric label and recorded outcome of each decision. */
-const OUTCOME_LABEL: Record<RunDecision['kind'], AttemptRecord['outcome']> = {
-  completed: 'completed',
-  retry: 'retrying',
-  wait: 'delayed',
-  fail: 'failed',
-  interrupted: 'interrupted',
+/** Each decision's outcome (the metric label and the attempt record's) and its log line. */
+const REPORTED: Record<
+  RunDecision['kind'],
+  { outcome: AttemptRecord['outcome']; level: 'debug' | 'info' | 'warn' | 'error'; message: string }
+> = {
+  completed: { outcome: 'completed', level: 'debug', message: 'handler run' },
+  retry: { outcome: 'retrying', level: 'warn', message: 'handler run failed; will retry' },
+  wait: { outcome: 'delayed', level: 'info', message: 'handler run rate limited' },
+  fail: { outcome: 'failed', level: 'error', message: 'handler run failed for good' },
+  interrupted: {
+    outcome: 'interrupted',
+    level: 'warn',
+    message: 'handler run interrupted by shutdown',
+  },
 };
 
 export function createRuns(options: RunsOptions): Runs {
   const { handlers, runQueues, completions, history, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const inFlight = new Map<RunContext, string>();
-  /** The delay of each retry decided and not yet taken by BullMQ, by job id. */
-  const retryDelays = new Map<string, number>();
   let shuttingDown = false;
 
   const route = async (job: Job<unknown>): Promise<RoutingResult> => {
@@ -179,7 +188,7 @@ export function createRuns(options: RunsOptions): Runs {
     );
     const ms = Math.round(performance.now() - started);
     report(logger, { ...bindings, ms }, decision);
-    const outcome = OUTCOME_LABEL[decision.kind];
+    const outcome = REPORTED[decision.kind].outcome;
     options.metrics?.handlerRuns.inc({ handler: handler.name, outcome });
     options.metrics?.handlerRunDuration.observe({ handler: handler.name, outcome }, ms / 1000);
     if (decision.kind !== 'completed') {
@@ -209,8 +218,7 @@ export function createRuns(options: RunsOptions): Runs {
         });
         return decision.result;
       case 'retry':
-        retryDelays.set(job.id!, decision.delayMs);
-        throw new HandlerAttemptError(decision.reason, result.ok ? undefined : result.error);
+        throw new HandlerAttemptError(decision, result.ok ? undefined : result.error);
       case 'wait':
         // The limit is the handler's (the API's, shared by its runs): its whole queue waits, and
         // this job goes back to waiting without spending an attempt. Nothing bounces meanwhile.
@@ -253,12 +261,9 @@ export function createRuns(options: RunsOptions): Runs {
   return {
     route,
     run,
-    backoff(attemptsMade, _type, _error, job) {
-      const decided = job?.id === undefined ? undefined : retryDelays.get(job.id);
-      if (decided !== undefined) {
-        retryDelays.delete(job!.id!);
-        return decided;
-      }
+    backoff(attemptsMade, _type, error, job) {
+      // BullMQ passes the error the processor threw: a decided retry carries its delay.
+      if (error instanceof HandlerAttemptError) return error.delayMs;
       // Not a decided retry (the processor itself failed, say Redis refused a move): the
       // handler's own backoff, or a second if the handler is gone.
       const handler = job === undefined ? undefined : byName.get(job.name);
@@ -293,7 +298,7 @@ function wants(handler: Handler, delivery: Delivery): boolean {
  * delayed until it ends, no attempt spent), the dead letter.
  */
 function traceDecision(span: TraceSpan, result: AttemptResult, decision: RunDecision): void {
-  span.setAttributes({ 'feedback.run.outcome': OUTCOME_LABEL[decision.kind] });
+  span.setAttributes({ 'feedback.run.outcome': REPORTED[decision.kind].outcome });
   if (!result.ok) span.fail(result.error);
   if (decision.kind === 'wait') {
     span.addEvent('rate limit wait', { 'feedback.wait_ms': decision.delayMs });
@@ -309,30 +314,16 @@ function traceDecision(span: TraceSpan, result: AttemptResult, decision: RunDeci
  * console keeps every attempt, so the worker's info lines are the ones that need a look.
  */
 function report(logger: Logger, fields: object, decision: RunDecision): void {
-  switch (decision.kind) {
-    case 'completed':
-      return logger.debug({ ...fields, outcome: 'completed' }, 'handler run');
-    case 'retry':
-      return logger.warn(
-        { ...fields, outcome: 'retrying', delayMs: decision.delayMs, error: decision.reason },
-        'handler run failed; will retry',
-      );
-    case 'wait':
-      return logger.info(
-        { ...fields, outcome: 'delayed', delayMs: decision.delayMs, error: decision.reason },
-        'handler run rate limited',
-      );
-    case 'fail':
-      return logger.error(
-        { ...fields, outcome: 'failed', error: decision.reason },
-        'handler run failed for good',
-      );
-    case 'interrupted':
-      return logger.warn(
-        { ...fields, outcome: 'interrupted' },
-        'handler run interrupted by shutdown',
-      );
-  }
+  const { outcome, level, message } = REPORTED[decision.kind];
+  logger[level](
+    {
+      ...fields,
+      outcome,
+      ...('delayMs' in decision ? { delayMs: decision.delayMs } : {}),
+      ...('reason' in decision ? { error: decision.reason } : {}),
+    },
+    message,
+  );
 }
 
 /** A job whose data is not a delivery: it fails at once, and no handler sees it. */
@@ -359,17 +350,16 @@ function toDeadLetter(reason: string): UnrecoverableError {
  */
 export class HandlerAttemptError extends Error {
   override readonly name = 'HandlerAttemptError';
+  /** The wait before the next attempt, as the retry decision chose it (see `backoff`). */
+  readonly delayMs: number;
 
-  constructor(reason: string, cause: unknown) {
+  constructor({ reason, delayMs }: { reason: string; delayMs: number }, cause: unknown) {
     super(notASignal(reason), cause === undefined ? undefined : { cause });
+    this.delayMs = delayMs;
   }
 }
 
 /** BullMQ reads a failure with its rate limit's message as the manual rate limit's signal. */
 function notASignal(reason: string): string {
   return reason === RATE_LIMIT_ERROR ? `the handler threw: ${reason}` : reason;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

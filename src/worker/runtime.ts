@@ -8,7 +8,6 @@
  * primary, so nothing here watches for a worker that stopped taking jobs.
  */
 import { Queue, Worker, type Job } from 'bullmq';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -25,6 +24,7 @@ import {
   CLOSE_WITHIN_MS,
   closeConnection,
   duplicateConnection,
+  settlesWithin,
   type RedisConnection,
 } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
@@ -152,22 +152,13 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
    * off only that one, while the queues, the completion ledger and the history writer keep the
    * process's connection to the end.
    */
-  const startWorker = (make: (own: RedisConnection) => BullWorker): OwnWorker => {
+  const startWorker = (make: (own: RedisConnection) => Worker) => {
     const own = duplicateConnection(connection);
     // The process's connection already reports an outage; this one's errors are the same ones.
     own.on('error', (error: Error) =>
       logger.debug({ error: error.message }, 'worker connection error'),
     );
-    const worker = make(own);
-    return {
-      worker,
-      close: () => worker.close().then(() => closeConnection(own)),
-      // BullMQ's disconnect waits for an end that a connection already down never sees.
-      abandon: () => {
-        void worker.disconnect().catch(() => undefined);
-        own.disconnect();
-      },
-    };
+    return { worker: make(own), own };
   };
 
   /**
@@ -238,7 +229,9 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
       runs.shutDown();
-      const graceful = Promise.all(workers.map((own) => own.close()));
+      const graceful = Promise.all(
+        workers.map(({ worker, own }) => worker.close().then(() => closeConnection(own))),
+      );
       if (!(await settlesWithin(graceful, timeoutMs))) {
         const running = runs.abortAll(new Error('worker shutting down'));
         logger.warn({ running }, 'shutdown timeout: aborting running handlers');
@@ -247,7 +240,11 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
             { runs: runs.inFlight() },
             'workers still not closed after their handlers were aborted (a handler ignores its signal, or Redis is away): abandoning them; a job still running runs again elsewhere once its lock expires',
           );
-          for (const own of workers) own.abandon();
+          for (const { worker, own } of workers) {
+            // BullMQ's disconnect waits for an end that a connection already down never sees.
+            void worker.disconnect().catch(() => undefined);
+            own.disconnect();
+          }
         }
       }
       await settlesWithin(history.close(), CLOSE_WITHIN_MS);
@@ -259,25 +256,4 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   };
 
   return { deliveries, runQueues, close };
-}
-
-/** What the runtime does with a BullMQ worker, whatever its jobs' data. */
-type BullWorker = Pick<Worker, 'close' | 'disconnect' | 'waitUntilReady'>;
-
-/** A worker and its own connection. */
-interface OwnWorker {
-  readonly worker: BullWorker;
-  /** Closes the worker (waiting for its running jobs), then its connection. */
-  close(): Promise<void>;
-  /** Cuts it off from Redis without waiting: its running jobs run again elsewhere. Returns at once. */
-  abandon(): void;
-}
-
-/** Whether `promise` settled within `ms`; it goes on either way. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const settled = promise.then(
-    () => true,
-    () => true,
-  );
-  return Promise.race([settled, sleep(ms, false, { ref: false })]);
 }

@@ -116,7 +116,10 @@ describe('the projects grouping keeps', () => {
   });
 
   it('are read the most recently active first, at most MOST_PROJECTS_SEARCHED, saying so', async () => {
-    await grouping().group(delivery(lone('prj_live', 0)));
+    // A group of two (a group of one is not listed): the same report twice.
+    const live = grouping();
+    await live.group(delivery(lone('prj_live', 0)));
+    await live.group(delivery({ ...lone('prj_live', 0), id: 'fb_prj_live_0_again' }));
     // Many projects were active before it (written as the enter script writes them).
     const before = Date.now() - 60_000;
     const idle = Array.from({ length: MOST_PROJECTS_SEARCHED }, (_, n) => [
@@ -127,7 +130,7 @@ describe('the projects grouping keeps', () => {
     const { groups, logs } = reader();
 
     const facts = await groups.ofDelivery(keyOfRecord('fb_prj_live_0'));
-    expect(facts?.group.size).toBe(1);
+    expect(facts?.group.size).toBe(2);
     const listed = await groups.list({ sinceMs: before - 1 });
     expect(listed.map((group) => group.project)).toEqual(['prj_live']);
     expect(logs.map((line) => line.msg)).toEqual([

@@ -1,8 +1,9 @@
 /**
- * A group of one keeps no members key (issue 30: most groups are of one, and a key each cost
- * ~75 bytes per delivery): it reads as a group of one all the same, a window of one crosses on
- * its arrival, its second member adds it to a members key at its stored arrival, an operator's
- * detach writes none, and dropping it (SIMILAR_KEEP) takes it out of the project's groups.
+ * A group of one keeps no members key and is not in the project's groups (issue 30: most groups
+ * are of one, and a key each cost ~75 bytes per delivery, an entry in the groups ~60): it reads
+ * as a group of one all the same (its page, a delivery's facts), a window of one crosses on its
+ * arrival, its second member adds it to a members key at its stored arrival and to the groups
+ * list, an operator's detach writes neither, and dropping it (SIMILAR_KEEP) leaves nothing.
  */
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
 import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
@@ -88,13 +89,19 @@ it('keeps no members key for a group of one, reads it as one, and adds the first
   // A window of one crosses on the first arrival, with no members to count.
   expect(first.crossed).toEqual([{ atLeast: 1, withinMs: HOUR_MS * 2 }]);
   expect(await env.connection.exists(membersKeyOf(first.group.id))).toBe(0);
+  // Its line, under its record id (lineField), names neither its group nor its first: both are
+  // itself (stored-grouping.ts).
+  expect(await env.connection.hget(projectKeys(env.prefix, PROJECT).of, 'fb_pay_0')).toMatch(
+    /^\d+-\d+\|\|1\|-?\d{1,10}\|[^|]*\|\|$/,
+  );
 
   const reader = groups();
-  const [listed] = await reader.list({ sinceMs: START - HOUR_MS });
-  expect(listed).toMatchObject({ id: first.group.id, size: 1 });
-  expect(listed!.first).toMatchObject({ key: 'feedback.created:fb_pay_0', at: START });
-  expect(listed!.arrivals.reduce((a, b) => a + b, 0)).toBe(1);
-  expect((await reader.get(first.group.id))!.deliveries).toEqual([
+  expect(await reader.list({ sinceMs: START - HOUR_MS })).toEqual([]);
+  const alone = (await reader.get(first.group.id))!;
+  expect(alone).toMatchObject({ id: first.group.id, size: 1, lastAt: START });
+  expect(alone.first).toMatchObject({ key: 'feedback.created:fb_pay_0', at: START });
+  expect(alone.arrivals.reduce((a, b) => a + b, 0)).toBe(1);
+  expect(alone.deliveries).toEqual([
     expect.objectContaining({ key: 'feedback.created:fb_pay_0', at: START }),
   ]);
   expect((await reader.ofDelivery('feedback.created:fb_pay_0', PROJECT))!.group.size).toBe(1);
@@ -102,19 +109,17 @@ it('keeps no members key for a group of one, reads it as one, and adds the first
   const second = await grouper.group(checkout(1));
   expect(second.group).toMatchObject({ id: first.group.id, size: 2 });
   expect(second.crossed).toEqual([]);
-  // The first joins the members key at its arrival as stored.
+  // The first joins the members key at its arrival as stored; members are line fields.
   expect(
     await env.connection.zrange(membersKeyOf(first.group.id), '0', '-1', 'WITHSCORES'),
-  ).toEqual([
-    'feedback.created:fb_pay_0',
-    String(START),
-    'feedback.created:fb_pay_1',
-    String(START + 1000),
-  ]);
+  ).toEqual(['fb_pay_0', String(START), 'fb_pay_1', String(START + 1000)]);
   expect((await reader.get(first.group.id))!.size).toBe(2);
+  const [listed] = await reader.list({ sinceMs: START - HOUR_MS });
+  expect(listed).toMatchObject({ id: first.group.id, size: 2, lastAt: START + 1000 });
+  expect(listed!.first).toMatchObject({ key: 'feedback.created:fb_pay_0', at: START });
 });
 
-it('writes no members key for a detached delivery, and drops a group of one from the groups', async () => {
+it('writes no members key nor group entry for a detached delivery, and drops a group of one whole', async () => {
   const grouper = grouping(3);
   const first = await grouper.group(checkout(0));
   await grouper.group(checkout(1));
@@ -124,18 +129,25 @@ it('writes no members key for a detached delivery, and drops a group of one from
   expect(detached.group.size).toBe(1);
   expect(await env.connection.exists(membersKeyOf(detached.group.id))).toBe(0);
   expect((await reader.get(first.group.id))!.size).toBe(1);
+  expect(await reader.get(detached.group.id)).toMatchObject({ size: 1, lastAt: START + 1000 });
+  // The group it left keeps its entry while it has a member; its own, of one, has none.
+  expect((await reader.list({ sinceMs: START - HOUR_MS })).map((group) => group.id)).toEqual([
+    first.group.id,
+  ]);
 
   const kept = [await grouper.group(unlike(2))];
-  // Weighed for the list as one arrival and a size of one: the newest of equals comes first
-  // (before the first's group, which keeps a members key of one).
-  const [newest] = await reader.list({ sinceMs: START - HOUR_MS, limit: 1 });
-  expect(newest!.id).toBe(kept[0]!.group.id);
 
   // Two more past SIMILAR_KEEP (3): the first (its group's last member) and the second go.
   kept.push(await grouper.group(unlike(3)), await grouper.group(unlike(4)));
+  // Left in the groups: those of the kept that others joined, not the first's nor any of one.
   const left = await env.connection.zrange(projectKeys(env.prefix, PROJECT).groups, '0', '-1');
-  const keptGroups = new Set(kept.map((facts) => readGroupId(facts.group.id)!.group));
-  expect(left.sort()).toEqual([...keptGroups].sort());
+  const joined = kept.filter((facts) => facts.group.size > 1);
+  expect(left.sort()).toEqual(
+    [...new Set(joined.map((facts) => readGroupId(facts.group.id)!.group))].sort(),
+  );
+  for (const facts of kept) {
+    expect(await reader.get(facts.group.id)).toMatchObject({ id: facts.group.id });
+  }
   expect(await reader.get(first.group.id)).toBeUndefined();
   expect(await reader.get(detached.group.id)).toBeUndefined();
 });

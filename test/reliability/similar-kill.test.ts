@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, it, vi } from 'vitest';
+import { keyOfLineField } from '../../src/grouping/similar-keys.js';
 import { PROBE_HANDLER, SECRET, startCluster, type Cluster } from './harness/cluster.js';
 import { expectInvariant, settle, tally } from './harness/invariant.js';
 import { finishScenario } from './harness/report-row.js';
@@ -106,7 +107,9 @@ it('keeps every delivery in one group, counted once, through workers killed whil
   const groupsOf = new Map<string, string[]>();
   for (const memberKey of memberKeys) {
     const group = memberKey.slice(memberKey.indexOf(':group:') + ':group:'.length);
-    for (const key of await client.zrange(memberKey, '0', '-1')) {
+    // A member is its delivery's line field (similar-keys.ts).
+    for (const member of await client.zrange(memberKey, '0', '-1')) {
+      const key = keyOfLineField(member);
       groupsOf.set(key, [...(groupsOf.get(key) ?? []), group]);
     }
   }

@@ -39,8 +39,8 @@ export function groupsPage(
     'groups',
     html`<h1>Groups</h1>
       <p class="meta">
-        Similar feedback, grouped as it arrives: the groups that grew in this span, the
-        fastest-growing first. ${project ? html`Project <code>${project}</code> only.` : ''}
+        Similar feedback, grouped as it arrives: the groups of two or more that grew in this span,
+        the fastest-growing first. ${project ? html`Project <code>${project}</code> only.` : ''}
       </p>
       <nav class="spans" aria-label="Span">
         ${Object.entries(GROUP_SPANS).map(

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { groupIdOf, projectKeys, readGroupId } from '../../../src/grouping/similar-keys.js';
+import {
+  groupIdOf,
+  keyOfLineField,
+  lineField,
+  projectKeys,
+  readGroupId,
+} from '../../../src/grouping/similar-keys.js';
 
 describe('grouping keys and group ids', () => {
   it('reads back the project and group a public group id is made of, odd characters included', () => {
@@ -26,5 +32,26 @@ describe('grouping keys and group ids', () => {
     const tags = [keys.docs, keys.of, keys.groups].map((key) => /\{([^}]*)\}/.exec(key)![1]);
     expect(new Set(tags).size).toBe(1);
     expect(tags[0]).not.toContain('{');
+  });
+});
+
+describe('a line field', () => {
+  it('is the record id alone for a key made of it, and a colon and the key for any other', () => {
+    expect(lineField('feedback.created:fb_1')).toBe('fb_1');
+    expect(lineField('msg_1')).toBe(':msg_1');
+    // Never the same field for two keys: a record id that starts with a colon takes the key.
+    expect(lineField('feedback.created::x')).toBe(':feedback.created::x');
+    expect(lineField(':x')).toBe('::x');
+    const keys = [
+      'feedback.created:fb_1',
+      'fb_1',
+      'msg|1:ключ 🙈',
+      'feedback.created::x',
+      ':x',
+      'feedback.created:',
+    ];
+    const fields = keys.map(lineField);
+    expect(new Set(fields).size).toBe(keys.length);
+    expect(fields.map(keyOfLineField)).toEqual(keys);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  encodeArrival,
   encodeFirst,
   encodeMatches,
   readStored,
@@ -12,7 +13,7 @@ function stored(grouping: StoredGrouping): string {
     grouping.e,
     grouping.g,
     grouping.s,
-    grouping.t,
+    encodeArrival(grouping.e, grouping.t),
     grouping.c.map(([atLeast, within]) => `${atLeast}:${within}`).join(','),
     encodeMatches(grouping.e, grouping.m),
     encodeFirst(grouping.f),
@@ -48,11 +49,49 @@ describe('a stored grouping', () => {
         f: ['msg|1:ключ 🙈', 'id|with:bars ключ'],
       },
     ];
-    for (const grouping of groupings) expect(readStored(stored(grouping))).toEqual(grouping);
+    for (const grouping of groupings) {
+      expect(readStored(stored(grouping), 'any key')).toEqual(grouping);
+    }
   });
 
   it('reads an empty group as the entry id (a delivery that started its group)', () => {
-    expect(readStored('5-0||1|5|||4:fb_1')).toMatchObject({ e: '5-0', g: '5-0' });
+    expect(readStored('5-0||1|5|||4:fb_1', 'feedback.created:fb_1')).toMatchObject({
+      e: '5-0',
+      g: '5-0',
+    });
+  });
+
+  it('keeps the arrival as ms before the entry id, and reads the time a line before kept', () => {
+    expect(encodeArrival('1764150000500-2', 1764150000123)).toBe('377');
+    expect(encodeArrival('1764150000000-0', 1764150000123)).toBe('-123');
+    const line = (arrival: string) => `1764150000500-2||1|${arrival}|||4:fb_1`;
+    for (const arrival of ['377', '1764150000123']) {
+      expect(readStored(line(arrival), 'feedback.created:fb_1')!.t).toBe(1764150000123);
+    }
+    expect(readStored(line('-1000'), 'feedback.created:fb_1')!.t).toBe(1764150001500);
+  });
+
+  it('reads an empty first as the delivery itself, whose key is made of its record id', () => {
+    expect(readStored('5-0||1|0|||', 'feedback.created:fb_1|x')!.f).toEqual([
+      'feedback.created:fb_1|x',
+      'fb_1|x',
+    ]);
+    // Only a delivery that started its group, and only with such a key.
+    expect(readStored('5-0|4-0|2|0|||', 'feedback.created:fb_1')).toBeUndefined();
+    expect(readStored('5-0||1|0|||', 'msg_1')).toBeUndefined();
+  });
+
+  it('keeps each match as its score in two digits and its distance back, and reads the form before', () => {
+    const own = '1764150000000-3';
+    const matches: [string, number][] = [
+      ['1764149999000-0', 830],
+      ['1764150000000-1', 1000],
+      ['1764149999964-0', 5],
+    ];
+    expect(encodeMatches(own, matches)).toBe('n2rs,rs0.1,0510');
+    const line = (text: string) => `${own}||1|0||${text}|`;
+    expect(readStored(line('n2rs,rs0.1,0510'), 'feedback.created:fb_1')!.m).toEqual(matches);
+    expect(readStored(line('rs:n2,0.1:rs,10:05'), 'feedback.created:fb_1')!.m).toEqual(matches);
   });
 
   it('keeps a key made of the record id as the record id alone', () => {
@@ -62,7 +101,7 @@ describe('a stored grouping', () => {
 
   it('reads nothing from a pending delivery or a value of another shape', () => {
     for (const value of [null, undefined, 'pending:1-0', '{"e":"1-0"}', '1-0|1-0|x|1|||0:']) {
-      expect(readStored(value)).toBeUndefined();
+      expect(readStored(value, 'feedback.created:fb_1')).toBeUndefined();
     }
   });
 });

@@ -1,0 +1,169 @@
+/**
+ * What a version before this one wrote of grouping still reads and groups (docs/upgrading.md):
+ * a stream entry whose compact document is of version 2 (each hash in 3 bytes, each count in 1)
+ * is matched as before, whether the index reads it in a catch-up or is built again from it; a
+ * grouping line that keeps the arrival time itself (not ms before its entry id) and its first in
+ * full, under the delivery's key (not its line field), with its key as its group's member, is
+ * found and read as before; a delivery that entered before and had not joined joins once.
+ */
+import { afterEach, beforeEach, expect, inject, it } from 'vitest';
+import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
+import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
+import { groupIdOf, groupMembersKey, projectKeys } from '../../src/grouping/similar-keys.js';
+import { createLogger } from '../../src/logger.js';
+import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
+import type { CompactDocument } from '../../src/similar/compact-document.js';
+import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
+import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
+import { keyOfRecord, type Delivery } from '../../src/webhooks/delivery.js';
+import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
+import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+
+const PROJECT = 'prj_shop';
+const HOUR_MS = 60 * 60 * 1000;
+
+let env: TestWorkerEnv;
+let connection: RedisConnection;
+beforeEach(async () => {
+  env = await createTestWorkerEnv();
+  connection = createWorkerConnection(inject('redisUrl'), createLogger({ level: 'silent' }));
+});
+afterEach(async () => {
+  connection.disconnect();
+  await env.close();
+});
+
+function grouping() {
+  return createSimilarGrouping({
+    connection,
+    prefix: env.prefix,
+    threshold: DEFAULT_SIMILAR_THRESHOLD,
+    keep: 100_000,
+    ttlSeconds: 24 * 3600,
+    windows: [],
+    logger: createLogger({ level: 'silent' }),
+  });
+}
+
+function checkout(n: number): FeedbackRecord {
+  return {
+    id: `fb_pay_${n}`,
+    project_id: PROJECT,
+    title: 'Pay button stays grey at checkout',
+    description: `When I click pay on the checkout page nothing happens and the button stays grey (${n}).`,
+    url: 'https://shop.example/checkout',
+  };
+}
+
+/** A compact document as version 2 stored it: each hash in 3 bytes (little-endian), each count in 1. */
+function version2(document: CompactDocument): Buffer {
+  const n = document.hashes.length;
+  const bytes = Buffer.alloc(2 + 4 * n);
+  bytes[0] = 2;
+  bytes[1] = n;
+  document.hashes.forEach((hash, i) => bytes.writeUIntLE(hash, 2 + 3 * i, 3));
+  bytes.set(document.counts, 2 + 3 * n);
+  return bytes;
+}
+
+/** The entry and grouping line an earlier worker wrote of a delivery that started its group. */
+async function writtenBefore(record: FeedbackRecord, at: number): Promise<string> {
+  const keys = projectKeys(env.prefix, PROJECT);
+  const { document } = new SimilarGrouper().add(record.id, record);
+  const id = (await env.connection.xadd(
+    keys.docs,
+    '*',
+    'k',
+    '',
+    'r',
+    record.id,
+    't',
+    record.title as string,
+    'd',
+    version2(document),
+  )) as string;
+  const first = `${Buffer.byteLength(record.id)}:${record.id}`;
+  await env.connection.hset(keys.of, keyOfRecord(record.id), `${id}||1|${at}|||${first}`);
+  await env.connection.zadd(keys.groups, at, id);
+  return id;
+}
+
+function delivery(record: FeedbackRecord): Delivery {
+  return {
+    key: keyOfRecord(record.id),
+    event: 'feedback.created',
+    receivedAt: new Date().toISOString(),
+    record,
+  };
+}
+
+it('matches and joins a delivery whose entry an earlier version wrote (document version 2)', async () => {
+  const worker = grouping();
+  // The worker's index has read the stream before the old entry (a catch-up reads it).
+  await worker.group(delivery({ id: 'fb_other', project_id: PROJECT, title: 'Dark mode please' }));
+  const arrived = Date.now() - HOUR_MS;
+  const old = await writtenBefore(checkout(0), arrived);
+  const facts = await worker.group(delivery(checkout(1)));
+  expect(facts.matches[0]).toMatchObject({ recordId: 'fb_pay_0' });
+  expect(facts.matches[0]!.score).toBeGreaterThan(0.9);
+  expect(facts.group).toEqual({
+    id: groupIdOf(PROJECT, old),
+    size: 2,
+    first: { key: keyOfRecord('fb_pay_0'), recordId: 'fb_pay_0' },
+  });
+
+  // A worker that starts builds its index from the stream, version 2 entries included.
+  const fresh = await grouping().group(delivery(checkout(2)));
+  expect(fresh.matches.map((match) => match.recordId)).toContain('fb_pay_0');
+  expect(fresh.group.id).toBe(groupIdOf(PROJECT, old));
+  expect(fresh.group.size).toBe(3);
+
+  // The old line's arrival is the first's place among the members, and what the console shows.
+  const keys = projectKeys(env.prefix, PROJECT);
+  expect(await env.connection.zscore(groupMembersKey(keys, old), keyOfRecord('fb_pay_0'))).toBe(
+    String(arrived),
+  );
+  const reader = createSimilarGroups({
+    connection: env.connection,
+    prefix: env.prefix,
+    ttlSeconds: 24 * 3600,
+  });
+  expect((await reader.get(groupIdOf(PROJECT, old)))!.first).toMatchObject({
+    key: keyOfRecord('fb_pay_0'),
+    at: arrived,
+  });
+  expect((await reader.asRouted(keyOfRecord('fb_pay_0'), PROJECT))!.group.first).toEqual({
+    key: keyOfRecord('fb_pay_0'),
+    recordId: 'fb_pay_0',
+  });
+  expect((await reader.get(groupIdOf(PROJECT, old)))!.deliveries.map((d) => d.key)).toEqual(
+    ['fb_pay_2', 'fb_pay_1', 'fb_pay_0'].map(keyOfRecord),
+  );
+  expect((await reader.ofDelivery(keyOfRecord('fb_pay_0')))!.group.size).toBe(3);
+
+  // Routed again, the old delivery finds its line: no second entry, the same group.
+  const entries = await env.connection.xlen(keys.docs);
+  expect((await worker.group(delivery(checkout(0)))).group.id).toBe(groupIdOf(PROJECT, old));
+  expect(await env.connection.xlen(keys.docs)).toBe(entries);
+});
+
+it('joins once a delivery that entered before this version and had not joined', async () => {
+  const keys = projectKeys(env.prefix, PROJECT);
+  const old = await writtenBefore(checkout(0), Date.now() - HOUR_MS);
+  // Entered by an earlier worker, which stopped before it joined: pending, under its key.
+  const record = checkout(1);
+  const { document } = new SimilarGrouper().add(record.id, record);
+  const id = (await env.connection.xadd(
+    keys.docs,
+    '*',
+    ...['k', '', 'r', record.id, 't', record.title as string, 'd'],
+    version2(document),
+  )) as string;
+  await env.connection.hset(keys.of, keyOfRecord(record.id), `pending:${id}`);
+
+  const facts = await grouping().group(delivery(record));
+  expect(facts.group).toMatchObject({ id: groupIdOf(PROJECT, old), size: 2 });
+  expect(await env.connection.xlen(keys.docs)).toBe(2);
+  expect(await env.connection.hexists(keys.of, keyOfRecord(record.id))).toBe(0);
+  expect(await env.connection.hget(keys.of, record.id)).toMatch(new RegExp(`^${id}\\|`));
+});
