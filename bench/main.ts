@@ -136,11 +136,24 @@ try {
 }
 
 /**
- * `--only worker`: the worker's paired rounds against bare BullMQ and the end-to-end latency,
- * printed as JSON (the full run's tables are in docs/benchmarks.md).
+ * `--only worker`: the worker's paired rounds against bare BullMQ, with grouping off and on
+ * (SIMILAR), its deliveries all alike and the shared reports, and the end-to-end latency, printed
+ * as JSON (the full run's tables are in docs/benchmarks.md).
  */
 async function benchWorkerAlone(): Promise<void> {
   const workerPaired = await benchWorkerPaired(workerPairedOptions);
+  const workerPairedShared = await benchWorkerPaired({ ...workerPairedOptions, records: 'shared' });
+  // Grouping on (docs/similar.md, "Cost"): all alike, its worst case (every delivery like every
+  // earlier one), and the shared duplicate reports, a realistic mix of texts.
+  const similarAlike = await benchWorkerPaired({
+    ...workerPairedOptions,
+    oursEnv: { SIMILAR: 'on' },
+  });
+  const similarShared = await benchWorkerPaired({
+    ...workerPairedOptions,
+    oursEnv: { SIMILAR: 'on' },
+    records: 'shared',
+  });
   const latency = await benchLatency({
     redis,
     redisUrl: redisServer.url,
@@ -148,7 +161,10 @@ async function benchWorkerAlone(): Promise<void> {
     rates: [100],
     seconds: quick ? 2 : 10,
   });
-  console.log(JSON.stringify({ ...machine, workerPaired, latency }, null, 2));
+  // The worker's deliveries all alike (workerPaired, as the full run's), and the shared reports.
+  const similarOff = { alike: workerPaired, shared: workerPairedShared };
+  const similarOn = { alike: similarAlike, shared: similarShared };
+  console.log(JSON.stringify({ ...machine, similarOff, similarOn, latency }, null, 2));
 }
 
 async function benchAll(): Promise<void> {

@@ -17,6 +17,7 @@ import type { Delivery } from '../src/webhooks/delivery.js';
 import { startWorker } from '../src/worker-process.js';
 import { defineHandler } from '../src/worker/handler.js';
 import { deliveryBody } from './payload.js';
+import { sharedReportBody } from './shared-report-bodies.js';
 
 export const WORKER_TARGETS = ['bare BullMQ', 'worker path'] as const;
 export type WorkerTarget = (typeof WORKER_TARGETS)[number];
@@ -67,13 +68,26 @@ export async function benchWorker(options: WorkerBenchOptions): Promise<WorkerBe
   return result;
 }
 
+/**
+ * Which records the deliveries carry: all alike (the bench payload, one text: the worst case for
+ * grouping, each delivery like every earlier one), or the shared duplicate reports in their
+ * files' order (a realistic mix of texts and groups).
+ */
+export type FillRecords = 'alike' | 'shared';
+
 /** Queues `jobs` distinct deliveries: through the receiver's own enqueue, or as plain jobs. */
 export async function fill(
   target: WorkerTarget,
-  { redis, jobs, prefix = PREFIX }: { redis: Redis; jobs: number; prefix?: string },
+  {
+    redis,
+    jobs,
+    prefix = PREFIX,
+    records = 'alike',
+  }: { redis: Redis; jobs: number; prefix?: string; records?: FillRecords },
 ): Promise<number> {
+  const bodyOf = records === 'alike' ? deliveryBody : sharedReportBody;
   const deliveries = Array.from({ length: jobs }, (_, index) => {
-    const outcome = interpretPayload(Buffer.from(deliveryBody(`fb_w${index}`)), {
+    const outcome = interpretPayload(Buffer.from(bodyOf(`fb_w${index}`, index)), {
       receivedAt: new Date(),
     });
     if (outcome.kind !== 'delivery') throw new Error('the bench payload is not a delivery');

@@ -18,7 +18,7 @@ import { DELIVERIES_QUEUE } from '../src/queue/deliveries-queue.js';
 import { runQueueName } from '../src/runs/run-queues.js';
 import type { Pinning } from './pinning.js';
 import { CLI, cpuMicros, here } from './processes.js';
-import { fill } from './worker-bench.js';
+import { fill, type FillRecords } from './worker-bench.js';
 
 export interface PairedWorkerOptions {
   readonly redis: Redis;
@@ -30,6 +30,8 @@ export interface PairedWorkerOptions {
   readonly jobs: number;
   /** More environment for `feedback-receiver work` (SIMILAR=off, say). */
   readonly oursEnv?: Record<string, string>;
+  /** What the worker's deliveries carry (default all alike: see FillRecords). */
+  readonly records?: FillRecords;
 }
 
 export interface PairedWorkerRound {
@@ -70,7 +72,7 @@ async function pairedRound(options: PairedWorkerOptions): Promise<PairedWorkerRo
   try {
     // Filled and paused: both workers start on full queues at the same moment, once both run.
     await Promise.all([deliveries.pause(), bare.pause()]);
-    await fill('worker path', { redis, jobs, prefix: PREFIX });
+    await fill('worker path', { redis, jobs, prefix: PREFIX, records: options.records ?? 'alike' });
     await fill('bare BullMQ', { redis, jobs, prefix: PREFIX });
     const ours = start(pinning, [CLI, 'work'], '"msg":"worker started"', {
       REDIS_URL: redisUrl,
@@ -93,18 +95,24 @@ async function pairedRound(options: PairedWorkerOptions): Promise<PairedWorkerRo
     ];
     const cpu = () => [cpuMicros(ours.child.pid), cpuMicros(baseline.child.pid)];
     const deadline = Date.now() + 300_000;
-    // Counted from the moment both have done a tenth (their start-up left out), or, when one is
-    // so much slower that the other is nearly done first, from the resume: a figure, not "NaN".
-    const resumed = { counts: [0, 0], cpu: cpu() };
+    // Counted from the moment both have done a tenth (their start-up left out) to the moment
+    // either has done nine tenths. When one is so much slower that the other is nearly done
+    // before it has done a tenth, the two share no window: each is then counted over its own,
+    // from its tenth to its nine tenths (the slower one mostly alone on the core), and the ratio
+    // is that of their CPU per item, which is what a shared window measures.
+    const tenth: ({ count: number; cpu: number } | undefined)[] = [undefined, undefined];
     let from: { counts: number[]; cpu: number[] } | undefined;
+    let unshared: number[] | undefined;
     for (;;) {
       if (Date.now() > deadline) throw new Error('paired worker round: no end in 5 minutes');
       const now = { counts: await counts(), cpu: cpu() };
+      now.counts.forEach((count, i) => {
+        if (!tenth[i] && count >= jobs / 10) tenth[i] = { count, cpu: now.cpu[i]! };
+      });
       const finishing = now.counts.some((count) => count >= (jobs * 9) / 10);
-      if (!from && now.counts.every((count) => count >= jobs / 10)) {
-        from = finishing ? resumed : now;
+      if (!from && !unshared && now.counts.every((count) => count >= jobs / 10)) {
+        from = now;
       }
-      if (finishing && !from) from = resumed;
       if (from && finishing) {
         const [oursDone, bareDone] = now.counts.map((count, i) => count - from!.counts[i]!);
         const [oursCpu, bareCpu] = now.cpu.map((micros, i) => micros - from!.cpu[i]!);
@@ -113,6 +121,19 @@ async function pairedRound(options: PairedWorkerOptions): Promise<PairedWorkerRo
           oursCpuMicros: oursCpu! / oursDone!,
           bareCpuMicros: bareCpu! / bareDone!,
         };
+      }
+      if (!from && finishing) {
+        // Each one's CPU per item over its own tenth to nine tenths, taken as each gets there.
+        unshared ??= [Number.NaN, Number.NaN];
+        now.counts.forEach((count, i) => {
+          if (Number.isNaN(unshared![i]!) && tenth[i] && count >= (jobs * 9) / 10) {
+            unshared![i] = (now.cpu[i]! - tenth[i].cpu) / (count - tenth[i].count);
+          }
+        });
+        const [oursCpu, bareCpu] = unshared;
+        if (!Number.isNaN(oursCpu!) && !Number.isNaN(bareCpu!)) {
+          return { ratio: bareCpu! / oursCpu!, oursCpuMicros: oursCpu!, bareCpuMicros: bareCpu! };
+        }
       }
       await sleep(50);
     }

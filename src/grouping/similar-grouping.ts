@@ -239,12 +239,8 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     // batch): only those before it count, so the answer is the one every worker computes.
     // And only those the stream still keeps: the index lets go of the others a little later.
     const own = state.ordinalOf.get(entryId) ?? state.index.size;
-    const later = state.index.size - own;
     const kept = firstKept(state.entries, oldestKept);
-    const found = state.index
-      .query(document, DEFAULT_MATCH_LIMIT + later + kept)
-      .filter((match) => match.ordinal < own && match.ordinal >= kept)
-      .slice(0, DEFAULT_MATCH_LIMIT);
+    const found = state.index.query(document, DEFAULT_MATCH_LIMIT, { from: kept, before: own });
     // The group with the most evidence among the matches (grouping.ts), joined through its
     // best member here: the join script takes that member's group as stored.
     const groupOfMatch = (match: { ordinal: number }) => state.groups[match.ordinal]!;

@@ -9,7 +9,7 @@
  * A title states the problem in few words, so its terms count more than the description's.
  */
 import { consideredText, type SimilarRecord } from './considered-text.js';
-import { termHash } from './term-hash.js';
+import { hashOnward, TERM_HASH_START } from './term-hash.js';
 import { tokenize } from './tokenize.js';
 import { urlWords } from './url-words.js';
 
@@ -65,27 +65,58 @@ export function documentTerms(
 
 function addWords(counts: TermCounts, words: string[], weight: number, options: TermOptions): void {
   if (weight <= 0) return;
-  let previous: string | undefined;
+  const pairWeight = weight * options.pairWeight;
+  const pieceWeight = weight * options.pieceWeight;
+  /** The previous word's term, as a hash not yet ended, with the separator after it. */
+  let previousThenSeparator: number | undefined;
   for (const word of words) {
-    const chars = [...word];
-    const term =
-      chars.length > options.prefixLength ? chars.slice(0, options.prefixLength).join('') : word;
-    add(counts, termHash(term), weight);
-    if (options.pairWeight > 0 && previous !== undefined) {
-      add(counts, termHash(previous + PAIR_SEPARATOR + term), weight * options.pairWeight);
+    // Most words are of single-unit characters: their terms are hashed straight from the word,
+    // with no string or array made per term (tokenising is most of grouping's work).
+    const units = hasSurrogates(word) ? undefined : word;
+    const term = units === undefined ? [...word] : undefined;
+    const characters = units?.length ?? term!.length;
+    const prefixText = units ?? term!.slice(0, options.prefixLength).join('');
+    const prefixUnits =
+      units === undefined ? prefixText.length : Math.min(characters, options.prefixLength);
+    const termState = hashOnward(TERM_HASH_START, prefixText, 0, prefixUnits);
+    add(counts, termState >>> 0, weight);
+    if (options.pairWeight > 0 && previousThenSeparator !== undefined) {
+      add(counts, hashOnward(previousThenSeparator, prefixText, 0, prefixUnits) >>> 0, pairWeight);
     }
-    previous = term;
-    if (options.pieceWeight > 0 && chars.length > PIECE_LENGTH) {
-      const edged = [PIECE_EDGE, ...chars.slice(0, MAX_PIECED_WORD_LENGTH), PIECE_EDGE];
-      for (let i = 0; i + PIECE_LENGTH <= edged.length; i += 1) {
-        add(
-          counts,
-          termHash(PIECE_EDGE + edged.slice(i, i + PIECE_LENGTH).join('')),
-          weight * options.pieceWeight,
-        );
+    previousThenSeparator = hashOnward(termState, PAIR_SEPARATOR, 0, PAIR_SEPARATOR.length);
+    if (options.pieceWeight > 0 && characters > PIECE_LENGTH) {
+      const piecedCharacters = Math.min(characters, MAX_PIECED_WORD_LENGTH);
+      const edged =
+        units === undefined
+          ? [PIECE_EDGE, ...term!.slice(0, MAX_PIECED_WORD_LENGTH), PIECE_EDGE]
+          : undefined;
+      for (let i = 0; i + PIECE_LENGTH <= piecedCharacters + 2; i += 1) {
+        let piece = hashOnward(TERM_HASH_START, PIECE_EDGE, 0, PIECE_EDGE.length);
+        if (edged !== undefined) {
+          const text = edged.slice(i, i + PIECE_LENGTH).join('');
+          piece = hashOnward(piece, text, 0, text.length);
+        } else {
+          // The piece's units in the edged word: an edge, then the word's, then an edge.
+          for (let at = i; at < i + PIECE_LENGTH; at += 1) {
+            piece =
+              at === 0 || at === piecedCharacters + 1
+                ? hashOnward(piece, PIECE_EDGE, 0, PIECE_EDGE.length)
+                : hashOnward(piece, units!, at - 1, at);
+          }
+        }
+        add(counts, piece >>> 0, pieceWeight);
       }
     }
   }
+}
+
+/** Whether the text holds a character of two UTF-16 units (outside the Basic Multilingual Plane). */
+function hasSurrogates(text: string): boolean {
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdfff) return true;
+  }
+  return false;
 }
 
 function add(counts: TermCounts, hash: number, weight: number): void {

@@ -2,7 +2,9 @@
  * An online index of compact documents, in arrival order, that answers "which earlier documents
  * is this one most like?" by TF-IDF cosine: sublinear term counts (1 + ln count) times smoothed
  * rarity (1 + ln((1 + n) / (1 + df))), over an inverted index, so a query touches only the
- * documents that share a term with it. Scores are in [0, 1]; ties go to the earlier document.
+ * documents that share a term with it, and of those only each term's newest few hundred: its
+ * work is bounded however alike the documents are. Scores are in [0, 1]; ties go to the earlier
+ * document.
  *
  * Rarity changes as documents arrive, so each document's vector length is computed again for all
  * documents whenever the index has grown by a tenth: a query's cost stays in proportion to the
@@ -24,19 +26,36 @@ export interface SimilarMatch {
 export const DEFAULT_MATCH_LIMIT = 10;
 
 /**
- * A term held by more documents than this (a share of all, and at least the floor) is too common
- * to find candidates by: reading its postings would cost a pass over most of the index for a term
- * that says little. It still counts, exactly, in the score of the SHORTLIST documents found best
- * through rarer terms; a document that shares only such terms with the query is not a match.
+ * Postings read per query term at most: the term's newest in the range queried (postings are in
+ * arrival order), so a query's work is bounded whatever the documents, even when every one is
+ * alike and every term is in all of them. A term with more postings in the range still counts,
+ * exactly, in the score of the SHORTLIST documents found best; a document that shares only such
+ * terms with the query, and is older than their newest postings, is not found.
  */
-const COMMON_TERM_SHARE = 0.01;
-const COMMON_TERM_FLOOR = 1_000;
+export const MOST_POSTINGS_PER_TERM = 256;
 
-/** Documents completed with the common terms' share, at most: the best on the rarer terms. */
-const SHORTLIST = 200;
+/**
+ * Documents whose score is completed with the terms read only in part, at most: the best on what
+ * was read. Each completion looks each such term up in the document's sorted terms.
+ */
+export const SHORTLIST = 200;
 
 /** Growth (as a share of the size) after which every document's vector length is computed again. */
 const NORM_REFRESH_GROWTH = 0.1;
+
+/** Which documents a query looks at: ordinals from `from` (default 0) to before `before` (default all). */
+export interface OrdinalRange {
+  readonly from?: number;
+  readonly before?: number;
+}
+
+/** What a query did: the measure of its work, bounded by the query's terms (see query). */
+export interface QueryWork {
+  /** Postings read, at most MOST_POSTINGS_PER_TERM per term of the query. */
+  readonly postings: number;
+  /** Terms looked up in a shortlisted document, at most SHORTLIST per term of the query. */
+  readonly lookups: number;
+}
 
 interface Postings {
   docs: Int32Array;
@@ -51,6 +70,12 @@ export class SimilarityIndex {
   private norms = new Float64Array(1024);
   private scores = new Float64Array(1024);
   private normsRefreshedAt = 0;
+  private work: QueryWork = { postings: 0, lookups: 0 };
+
+  /** What the last query did (tests check its bound). */
+  get lastQueryWork(): QueryWork {
+    return this.work;
+  }
 
   get size(): number {
     return this.ids.length;
@@ -99,28 +124,41 @@ export class SimilarityIndex {
   }
 
   /**
-   * The `limit` documents most like this one, best first, leaving out those that share no term
-   * with it.
+   * The `limit` documents most like this one, best first, among those in `range`, leaving out
+   * those that share no term with it. Its work is bounded whatever the index holds: at most
+   * MOST_POSTINGS_PER_TERM postings read per term (each term's newest in the range) and SHORTLIST
+   * lookups per term; the answer depends only on the documents added, in their order, and the
+   * range, so every worker that holds the same documents computes the same.
    */
-  query(document: CompactDocument, limit = DEFAULT_MATCH_LIMIT): SimilarMatch[] {
+  query(
+    document: CompactDocument,
+    limit = DEFAULT_MATCH_LIMIT,
+    range: OrdinalRange = {},
+  ): SimilarMatch[] {
+    this.work = { postings: 0, lookups: 0 };
     const queryNorm = this.norm(document);
     if (queryNorm === 0 || limit <= 0) return [];
+    const from = Math.max(0, range.from ?? 0);
+    const before = Math.min(this.size, range.before ?? this.size);
     const scores = this.scores;
     const touched: number[] = [];
-    const commonLimit = Math.max(COMMON_TERM_FLOOR, COMMON_TERM_SHARE * this.size);
-    const common: { hash: number; queryWeight: number }[] = [];
+    /** Terms read only in part: documents older than `oldestRead` still lack their share. */
+    const partial: { hash: number; queryWeight: number; oldestRead: number }[] = [];
+    let postingsRead = 0;
     for (let i = 0; i < document.hashes.length; i += 1) {
       const hash = document.hashes[i] as number;
       const list = this.postings.get(hash);
       if (list === undefined) continue;
       const idf = this.rarity(hash);
       const queryWeight = termWeight(document.counts[i] as number) * idf * idf;
-      if (list.length > commonLimit) {
-        common.push({ hash, queryWeight });
-        continue;
-      }
-      const { docs, weights, length } = list;
-      for (let p = 0; p < length; p += 1) {
+      const { docs, weights } = list;
+      const end = before >= this.size ? list.length : firstAtLeast(docs, list.length, before);
+      const first = from === 0 ? 0 : firstAtLeast(docs, end, from);
+      const start = Math.max(first, end - MOST_POSTINGS_PER_TERM);
+      if (start >= end) continue;
+      if (start > first) partial.push({ hash, queryWeight, oldestRead: docs[start] as number });
+      postingsRead += end - start;
+      for (let p = start; p < end; p += 1) {
         const d = docs[p] as number;
         if (scores[d] === 0) touched.push(d);
         scores[d] = (scores[d] as number) + queryWeight * (weights[p] as number);
@@ -130,19 +168,23 @@ export class SimilarityIndex {
       const norm = this.norms[d] as number;
       return norm === 0 ? 0 : Math.min(1, dot / (queryNorm * norm));
     };
-    // Without common terms the scores are complete. With them, only the documents best on the
-    // rarer terms are completed: a common term's weight is small beside a rare one's, and
-    // completing every document found would cost a lookup per document and common term.
-    const shortlist = new TopMatches(common.length === 0 ? limit : Math.max(limit, SHORTLIST));
+    // Every term read whole: the scores are complete. Otherwise only the documents best on what
+    // was read are completed: completing every document found would cost a lookup per document
+    // and term read in part.
+    const shortlist = new TopMatches(partial.length === 0 ? limit : Math.max(limit, SHORTLIST));
     for (const d of touched) {
       shortlist.offer(d, cosine(d, scores[d] as number));
     }
-    const best = common.length === 0 ? shortlist : new TopMatches(limit);
-    if (common.length > 0) {
+    let lookups = 0;
+    const best = partial.length === 0 ? shortlist : new TopMatches(limit);
+    if (partial.length > 0) {
       for (const { ordinal: d } of shortlist.sorted()) {
         let dot = scores[d] as number;
         const candidate = this.documents[d]!;
-        for (const { hash, queryWeight } of common) {
+        for (const { hash, queryWeight, oldestRead } of partial) {
+          // A document at or after the term's oldest posting read was counted with it already.
+          if (d >= oldestRead) continue;
+          lookups += 1;
           const at = indexOf(candidate.hashes, hash);
           if (at !== -1) dot += queryWeight * termWeight(candidate.counts[at] as number);
         }
@@ -150,6 +192,7 @@ export class SimilarityIndex {
       }
     }
     for (const d of touched) scores[d] = 0;
+    this.work = { postings: postingsRead, lookups };
     return best.sorted().map(({ ordinal, score }) => ({ id: this.ids[ordinal]!, ordinal, score }));
   }
 
@@ -197,6 +240,18 @@ class TopMatches {
   sorted(): { ordinal: number; score: number }[] {
     return this.items;
   }
+}
+
+/** The first position in ascending `docs[0 .. length)` whose value is at least `value`. */
+function firstAtLeast(docs: Int32Array, length: number, value: number): number {
+  let low = 0;
+  let high = length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if ((docs[middle] as number) < value) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** Position of `hash` in ascending `hashes`, or -1. */

@@ -3,11 +3,27 @@
  * colliding is rare (a project's few hundred thousand distinct terms against 4 billion values)
  * and costs only a little score, never correctness.
  */
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
 export function termHash(term: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < term.length; i += 1) {
-    hash ^= term.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
+  return hashOnward(FNV_OFFSET, term, 0, term.length) >>> 0;
+}
+
+/** Where a hash made of parts starts (see hashOnward). */
+export const TERM_HASH_START = FNV_OFFSET;
+
+/**
+ * A term's hash made of parts without joining them into a string (tokenising makes many terms):
+ * start from TERM_HASH_START, go on with each part (`text`'s code units from `from` to before
+ * `to`), and end with `>>> 0`, for the number `termHash` gives the parts joined.
+ */
+export function hashOnward(hash: number, text: string, from: number, to: number): number {
+  let h = hash;
+  for (let i = from; i < to; i += 1) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, FNV_PRIME);
   }
-  return hash >>> 0;
+  return h;
 }

@@ -22,40 +22,64 @@ export function tokenize(text: string, maxWords = MAX_WORDS_PER_TEXT): string[] 
   if (text === '') return words;
   const normalised = text.normalize('NFKC').toLowerCase();
   for (const match of normalised.matchAll(WORD_RUN)) {
-    for (const word of runWords(match[0])) {
-      words.push(word);
-      if (words.length >= maxWords) return words;
+    const run = match[0];
+    // Most runs are of one spaced script: one test of the whole run, not one per character.
+    if (!UNSPACED.test(run)) {
+      if (atLeastCharacters(run, MIN_WORD_LENGTH)) words.push(run);
+    } else {
+      runWords(run, words, maxWords);
+    }
+    if (words.length >= maxWords) {
+      words.length = maxWords;
+      return words;
     }
   }
   return words;
 }
 
 /** A run may mix scripts ("iphone版"): each stretch of spaced or unspaced script is cut its own way. */
-function* runWords(run: string): Generator<string> {
+function runWords(run: string, words: string[], maxWords: number): void {
   let stretch: string[] = [];
   let unspaced = false;
   for (const char of run) {
+    if (words.length >= maxWords) return;
     const isUnspaced = UNSPACED.test(char);
     if (stretch.length > 0 && isUnspaced !== unspaced) {
-      yield* stretchWords(stretch, unspaced);
+      stretchWords(stretch, unspaced, words);
       stretch = [];
     }
     unspaced = isUnspaced;
     stretch.push(char);
   }
-  if (stretch.length > 0) yield* stretchWords(stretch, unspaced);
+  if (stretch.length > 0) stretchWords(stretch, unspaced, words);
 }
 
-function* stretchWords(chars: string[], unspaced: boolean): Generator<string> {
+function stretchWords(chars: string[], unspaced: boolean, words: string[]): void {
   if (!unspaced) {
-    if (chars.length >= MIN_WORD_LENGTH) yield chars.join('');
+    if (chars.length >= MIN_WORD_LENGTH) words.push(chars.join(''));
     return;
   }
   if (chars.length === 1) {
-    yield chars[0] as string;
+    words.push(chars[0] as string);
     return;
   }
   for (let i = 0; i + 1 < chars.length; i += 1) {
-    yield (chars[i] as string) + (chars[i + 1] as string);
+    words.push((chars[i] as string) + (chars[i + 1] as string));
   }
+}
+
+/** Whether `text` holds at least `count` characters (code points), without splitting it. */
+function atLeastCharacters(text: string, count: number): boolean {
+  // A character takes one or two UTF-16 units: past 2 × count units there are enough.
+  if (text.length >= 2 * count) return true;
+  let characters = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    // The second unit of a pair (a low surrogate after a high one) is no new character.
+    const low = unit >= 0xdc00 && unit <= 0xdfff;
+    const afterHigh = i > 0 && text.charCodeAt(i - 1) >= 0xd800 && text.charCodeAt(i - 1) <= 0xdbff;
+    if (!(low && afterHigh)) characters += 1;
+    if (characters >= count) return true;
+  }
+  return false;
 }

@@ -7,6 +7,7 @@ import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
+import { MOST_POSTINGS_PER_TERM } from '../../src/similar/similarity-index.js';
 import { keyOfRecord } from '../../src/webhooks/delivery.js';
 import type { SimilarFacts } from '../../src/similar/similar-facts.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
@@ -147,5 +148,40 @@ describe('grouping a project in batches (group commit)', () => {
         expect(entries.has(member.slice(member.indexOf(':') + 1)), member).toBe(true);
       }
     }
+  });
+
+  it('puts many identical deliveries in one group, each counted once, past the postings a query reads', async () => {
+    const grouping = createSimilarGrouping({
+      connection,
+      prefix: 'fr',
+      threshold: DEFAULT_SIMILAR_THRESHOLD,
+      keep: 100_000,
+      ttlSeconds: 3600,
+      windows: [],
+      logger: createLogger({ level: 'silent' }),
+    });
+    const receivedAt = new Date().toISOString();
+    const copies = 4 * MOST_POSTINGS_PER_TERM + 200;
+    const facts = await Promise.all(
+      Array.from({ length: copies }, (_, i) =>
+        grouping.group({
+          key: keyOfRecord(`fb_${i}`),
+          event: 'feedback.created',
+          receivedAt,
+          // Fewer than 80 terms: every copy keeps them all, so the copies are identical.
+          record: { id: `fb_${i}`, project_id: 'prj', title: 'Checkout page crashes on submit' },
+        }),
+      ),
+    );
+    expect(new Set(facts.map((fact) => fact.group.first.key))).toEqual(
+      new Set([keyOfRecord('fb_0')]),
+    );
+    expect(facts.map((fact) => fact.group.size)).toEqual(
+      Array.from({ length: copies }, (_, i) => i + 1),
+    );
+    const keys = projectKeys('fr', 'prj');
+    const groups = await connection.zrange(keys.groups, '0', '-1');
+    expect(groups).toHaveLength(1);
+    expect(await connection.zcard(groupMembersKey(keys, groups[0]!))).toBe(copies);
   });
 });

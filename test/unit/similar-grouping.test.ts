@@ -7,6 +7,11 @@ import {
 import type { SimilarRecord } from '../../src/similar/considered-text.js';
 import { bestGroup, chooseGroup, groupEvidence } from '../../src/similar/grouping.js';
 import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
+import {
+  MOST_POSTINGS_PER_TERM,
+  SHORTLIST,
+  type SimilarityIndex,
+} from '../../src/similar/similarity-index.js';
 
 interface Row {
   group: string;
@@ -124,6 +129,49 @@ describe('SimilarGrouper', () => {
 });
 
 describe('SimilarityIndex', () => {
+  /** A report of fewer than 80 terms: every copy keeps them all, so copies are identical. */
+  const alike = { title: 'Pay button stays grey', description: 'Nothing happens on checkout' };
+  const copies = 4 * MOST_POSTINGS_PER_TERM + 200;
+
+  it('bounds the work of a query however many documents share its terms', () => {
+    const grouper = new SimilarGrouper();
+    for (let i = 0; i < copies; i += 1) grouper.add(`r${i}`, alike);
+    const outcome = grouper.add('q', alike);
+    const terms = outcome.document.hashes.length;
+    const work = grouper.index.lastQueryWork;
+    expect(work.postings).toBeGreaterThan(0);
+    expect(work.postings).toBeLessThanOrEqual(terms * MOST_POSTINGS_PER_TERM);
+    expect(work.lookups).toBeLessThanOrEqual(terms * SHORTLIST);
+    expect(outcome.matches[0]!.score).toBeCloseTo(1, 6);
+  });
+
+  it('puts many identical reports in one group, past the postings a query reads', () => {
+    const grouper = new SimilarGrouper();
+    const groups = new Map<string, number>();
+    for (let i = 0; i < copies; i += 1) {
+      const { group } = grouper.add(`r${i}`, alike);
+      groups.set(group, (groups.get(group) ?? 0) + 1);
+    }
+    expect([...groups]).toEqual([['r0', copies]]);
+  });
+
+  it('looks only at the documents in the range asked, the newest of each term first', () => {
+    const grouper = new SimilarGrouper();
+    for (let i = 0; i < copies; i += 1) grouper.add(`r${i}`, alike);
+    const { document } = grouper.add('q', alike);
+    const index: SimilarityIndex = grouper.index;
+    // Every copy scores 1: ties go to the earliest read, so the window is what the range says.
+    const before = index.query(document, 3, { before: 700 }).map((m) => m.ordinal);
+    expect(before).toEqual([
+      700 - MOST_POSTINGS_PER_TERM,
+      701 - MOST_POSTINGS_PER_TERM,
+      702 - MOST_POSTINGS_PER_TERM,
+    ]);
+    expect(index.query(document, 3, { from: 650, before: 700 }).map((m) => m.ordinal)).toEqual([
+      650, 651, 652,
+    ]);
+  });
+
   it('still scores a term held by most documents, exactly, once a rarer term finds them', () => {
     const grouper = new SimilarGrouper();
     for (let i = 0; i < 1_500; i += 1) {
