@@ -33,6 +33,7 @@ import {
   SECOND_MEMBER_WEIGHT,
 } from '../src/similar/grouping.js';
 import { SimilarGrouper } from '../src/similar/similar-grouper.js';
+import { choiceRarity } from '../src/similar/choice-rarity.js';
 import { readSimilarData, SIMILAR_DATA, type SimilarDataLine } from './similar-data.js';
 import { percentile } from './stats.js';
 
@@ -295,7 +296,7 @@ function measureTiming(
     while (grouper.index.size < kept) {
       const document = compactDocument(
         documentTerms(report(), terms),
-        (hash) => grouper.index.rarity(hash),
+        (hash) => choiceRarity(grouper.index.size, grouper.index.documentFrequency(hash)),
         maxTerms,
       );
       grouper.index.add(`fill-${id++}`, document);

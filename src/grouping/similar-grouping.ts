@@ -32,10 +32,11 @@ import {
   encodeCompactDocument,
   type CompactDocument,
 } from '../similar/compact-document.js';
+import { choiceRarity } from '../similar/choice-rarity.js';
 import { documentTerms } from '../similar/document-terms.js';
 import { chooseGroup } from '../similar/grouping.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
-import { DEFAULT_MATCH_LIMIT, rarityOf, SimilarityIndex } from '../similar/similarity-index.js';
+import { DEFAULT_MATCH_LIMIT, SimilarityIndex } from '../similar/similarity-index.js';
 import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import { projectOf } from '../webhooks/feedback-record.js';
 import { readFacts, readLines, type EntryFields } from './read-facts.js';
@@ -433,15 +434,15 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
 }
 
 /**
- * The rarity the index will give a term once the batch's documents before it are added, so a
- * batch keeps the terms one at a time would: see SimilarityIndex.rarity.
+ * The rarity a term is chosen by once the batch's documents before it are added, so a batch
+ * keeps the terms one at a time would: see choice-rarity.ts.
  */
 function batchRarity(index: SimilarityIndex) {
   const added = new Map<number, number>();
   let documents = 0;
   return {
     of: (hash: number) =>
-      rarityOf(index.size + documents, index.documentFrequency(hash) + (added.get(hash) ?? 0)),
+      choiceRarity(index.size + documents, index.documentFrequency(hash) + (added.get(hash) ?? 0)),
     add(document: CompactDocument) {
       documents += 1;
       for (const hash of document.hashes) added.set(hash, (added.get(hash) ?? 0) + 1);

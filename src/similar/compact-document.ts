@@ -42,8 +42,8 @@ export interface CompactDocument {
 
 /**
  * Keeps the `maxTerms` terms that tell most about the record: the highest count times the term's
- * rarity (`rarity(hash)`, from the records seen before), ties to the lower hash so the choice
- * depends on nothing else.
+ * rarity (`rarity(hash)`, from the records seen before, capped: choice-rarity.ts), ties to the
+ * lower hash so the choice depends on nothing else.
  */
 export function compactDocument(
   terms: TermCounts,

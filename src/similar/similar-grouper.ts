@@ -3,6 +3,7 @@
  * ones, then joins a group. The pure core that the worker's Redis-backed grouping stores and the
  * offline evaluation replays.
  */
+import { choiceRarity } from './choice-rarity.js';
 import { compactDocument, type CompactDocument, MAX_TERMS } from './compact-document.js';
 import { DEFAULT_TERM_OPTIONS, documentTerms, type TermOptions } from './document-terms.js';
 import type { SimilarRecord } from './considered-text.js';
@@ -56,7 +57,7 @@ export class SimilarGrouper {
   add(id: string, record: SimilarRecord): SimilarOutcome {
     const document = compactDocument(
       documentTerms(record, this.termOptions),
-      (hash) => this.index.rarity(hash),
+      (hash) => choiceRarity(this.index.size, this.index.documentFrequency(hash)),
       this.maxTerms,
     );
     const matches = this.index.query(document, DEFAULT_MATCH_LIMIT);

@@ -11,6 +11,7 @@ import { MOST_POSTINGS_PER_TERM } from '../../src/similar/similarity-index.js';
 import { keyOfRecord } from '../../src/webhooks/delivery.js';
 import type { SimilarFacts } from '../../src/similar/similar-facts.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
+import { longReport } from '../helpers/long-report.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 
 // A private server: its command counts are this test's alone.
@@ -150,7 +151,7 @@ describe('grouping a project in batches (group commit)', () => {
     }
   });
 
-  it('puts many identical deliveries in one group, each counted once, past the postings a query reads', async () => {
+  it('puts many copies of a long report in one group, each counted once, past the postings a query reads', async () => {
     const grouping = createSimilarGrouping({
       connection,
       prefix: 'fr',
@@ -168,8 +169,8 @@ describe('grouping a project in batches (group commit)', () => {
           key: keyOfRecord(`fb_${i}`),
           event: 'feedback.created',
           receivedAt,
-          // Fewer than 80 terms: every copy keeps them all, so the copies are identical.
-          record: { id: `fb_${i}`, project_id: 'prj', title: 'Checkout page crashes on submit' },
+          // More than 80 terms: each copy keeps some, chosen by their rarity among the groups.
+          record: { id: `fb_${i}`, project_id: 'prj', ...longReport(1) },
         }),
       ),
     );

@@ -3,10 +3,12 @@ import { describe, expect, it } from 'vitest';
 import {
   decodeCompactDocument,
   encodeCompactDocument,
+  MAX_TERMS,
 } from '../../src/similar/compact-document.js';
 import type { SimilarRecord } from '../../src/similar/considered-text.js';
 import { bestGroup, chooseGroup, groupEvidence } from '../../src/similar/grouping.js';
 import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
+import { longReport } from '../helpers/long-report.js';
 import {
   MOST_POSTINGS_PER_TERM,
   SHORTLIST,
@@ -97,6 +99,21 @@ describe('SimilarGrouper', () => {
     expect(outcome.matches.map((m) => m.id)).toEqual(['a', 'b']);
     expect(outcome.matches[0]!.score).toBeCloseTo(1, 6);
     expect(outcome.group).toBe('a');
+  });
+
+  it('keeps copies of a report longer than MAX_TERMS terms in one group, alike or but a word apart', () => {
+    // Past some sixty copies, a rarity counted over records made a copy keep other terms.
+    const copies = 300;
+    for (const orderOf of [() => 1, (i: number) => i]) {
+      const grouper = new SimilarGrouper();
+      const groups = new Map<string, number>();
+      for (let i = 0; i < copies; i += 1) {
+        const { group, document } = grouper.add(`r${i}`, longReport(orderOf(i)));
+        expect(document.hashes).toHaveLength(MAX_TERMS);
+        groups.set(group, (groups.get(group) ?? 0) + 1);
+      }
+      expect([...groups]).toEqual([['r0', copies]]);
+    }
   });
 
   it('starts a new group for a report that shares no term with earlier ones', () => {
