@@ -11,27 +11,7 @@
 local of, groups, docs = KEYS[1], KEYS[2], KEYS[3]
 local base, key = ARGV[1], ARGV[2]
 
--- A delivery's line field (similar-keys.ts, lineField): its record id when its key is made of
--- it, else a colon and its key. A line written before this version is under the key itself.
-local function fieldOf(key)
-  local prefix = 'feedback.created:'
-  local rest = string.sub(key, #prefix + 1)
-  if string.sub(key, 1, #prefix) == prefix and string.sub(rest, 1, 1) ~= ':' then return rest end
-  return ':' .. key
-end
-
--- A delivery's line and where it is (its field, or its key for a line written before); nil and
--- its field when it has none.
-local function lineOf(key)
-  local field = fieldOf(key)
-  local value = redis.call('HGET', of, field)
-  if value then return value, field end
-  value = redis.call('HGET', of, key)
-  if value then return value, key end
-  return nil, field
-end
-
-local value, where = lineOf(key)
+local value, where = lineOf(of, key)
 if not value or string.sub(value, 1, 8) == 'pending:' then return 'not-found' end
 -- The stored grouping (stored-grouping.ts).
 local e, g, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')

@@ -1,7 +1,7 @@
 --[[
   A batch of one project's deliveries enters its stream (similar-grouping.ts), in order, each
   once; and the worker's catch-up is read in the same round trip.
-  KEYS[1] the stream, KEYS[2] the `of` hash (lines by their field: fieldOf below), KEYS[3] the groups zset, KEYS[4] the active projects (a
+  KEYS[1] the stream, KEYS[2] the `of` hash (lines by their field: fieldOf in line-fields.lua), KEYS[3] the groups zset, KEYS[4] the active projects (a
   sorted set: project -> last entry ms, trimmed past the ttl, so it is bounded by age).
   ARGV: 1 key base, 2 oldest entry id kept (MINID), 3 most entries kept, 4 ttl ms, 5 project,
   6 most entries dropped per delivery, 7 the last entry id the worker read ('' for none), 8 most
@@ -19,26 +19,6 @@
 local docs, of, groups, projects = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local base, minId, keep, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local project, mostDropped, lastRead, mostRead = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
-
--- A delivery's line field (similar-keys.ts, lineField): its record id when its key is made of
--- it, else a colon and its key. A line written before this version is under the key itself.
-local function fieldOf(key)
-  local prefix = 'feedback.created:'
-  local rest = string.sub(key, #prefix + 1)
-  if string.sub(key, 1, #prefix) == prefix and string.sub(rest, 1, 1) ~= ':' then return rest end
-  return ':' .. key
-end
-
--- A delivery's line and where it is (its field, or its key for a line written before); nil and
--- its field when it has none.
-local function lineOf(key)
-  local field = fieldOf(key)
-  local value = redis.call('HGET', of, field)
-  if value then return value, field end
-  value = redis.call('HGET', of, key)
-  if value then return value, key end
-  return nil, field
-end
 
 local function older(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -74,7 +54,7 @@ local function dropOldest()
     if tooOld then byAge = byAge + 1 else byCount = byCount + 1 end
     local entryKey = keyOf(fields)
     if entryKey then
-      local value, where = lineOf(entryKey)
+      local value, where = lineOf(of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
         -- The stored grouping (stored-grouping.ts): its entry id, then its group (empty for
         -- the entry id).
@@ -100,7 +80,7 @@ end
 local results, newest = {}, nil
 for at = 9, #ARGV, 5 do
   local key = ARGV[at]
-  local current, where = lineOf(key)
+  local current, where = lineOf(of, key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then
     results[#results + 1] = { 'joined', current }
   else
@@ -140,7 +120,7 @@ if newest and (lastRead == '' or older(lastRead, newest)) then
   local start = lastRead == '' and '-' or '(' .. lastRead
   for _, entry in ipairs(redis.call('XRANGE', docs, start, newest, 'COUNT', mostRead)) do
     local entryKey = keyOf(entry[2])
-    local stored = entryKey and lineOf(entryKey)
+    local stored = entryKey and lineOf(of, entryKey)
     read[#read + 1] = { entry[1], entry[2], stored or '' }
   end
 end

@@ -23,7 +23,6 @@
  * A failure (Redis away) fails the batch's routing jobs, which BullMQ retries: nothing is
  * swallowed, and a retry finds what was written and goes on from there.
  */
-import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import {
@@ -39,12 +38,13 @@ import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
 import { DEFAULT_MATCH_LIMIT, SimilarityIndex } from '../similar/similarity-index.js';
 import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import { projectOf } from '../webhooks/feedback-record.js';
+import { groupingScript } from './grouping-script.js';
 import { readFacts, readLines, type EntryFields } from './read-facts.js';
 import { groupIdOf, projectKeys, projectsKey, type ProjectKeys } from './similar-keys.js';
 import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './stored-grouping.js';
 
-const ENTER = readFileSync(new URL('./similar-enter.lua', import.meta.url), 'utf8');
-const JOIN = readFileSync(new URL('./similar-join.lua', import.meta.url), 'utf8');
+const ENTER = groupingScript('similar-enter.lua');
+const JOIN = groupingScript('similar-join.lua');
 
 /**
  * Characters of a title kept in an entry: enough to tell matches apart in a list (the delivery

@@ -3,10 +3,10 @@
  * with its deliveries, one delivery's group and matches, and the operator's one write, taking a
  * delivery out of its group. Every read is bounded: a page of groups, a page of deliveries.
  */
-import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
+import { groupingScript } from './grouping-script.js';
 import { keyOfMember, readEntries, readFacts, readLines } from './read-facts.js';
 import {
   groupIdOf,
@@ -19,7 +19,7 @@ import {
 } from './similar-keys.js';
 import { readStored } from './stored-grouping.js';
 
-const DETACH = readFileSync(new URL('./similar-detach.lua', import.meta.url), 'utf8');
+const DETACH = groupingScript('similar-detach.lua');
 
 /** Width of one bar of a group's `arrivals` chart: the window is cut into this many buckets. */
 export const ARRIVAL_BUCKETS = 24;

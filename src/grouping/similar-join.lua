@@ -3,7 +3,7 @@
   (similar-grouping.ts), and each learns which of the worker's windows its arrival crossed. In
   order: a delivery whose best match is an earlier one of the batch takes that one's group as it
   was just stored, as if they had joined one at a time.
-  KEYS[1] the `of` hash (lines by their field: fieldOf below), KEYS[2] the groups zset.
+  KEYS[1] the `of` hash (lines by their field: fieldOf in line-fields.lua), KEYS[2] the groups zset.
   ARGV: 1 key base, 2 ttl ms, 3 windows (JSON: a list of [atLeast, withinMs]); then per delivery,
   nine: its key, entry id, arrival ms, its own group id (its entry id: the id of the group it
   starts when it joins none), itself as a group's first (stored-grouping.ts: '' when its key is
@@ -20,26 +20,6 @@
 local of, groups = KEYS[1], KEYS[2]
 local base, ttl = ARGV[1], tonumber(ARGV[2])
 local windows = cjson.decode(ARGV[3])
-
--- A delivery's line field (similar-keys.ts, lineField): its record id when its key is made of
--- it, else a colon and its key. A line written before this version is under the key itself.
-local function fieldOf(key)
-  local prefix = 'feedback.created:'
-  local rest = string.sub(key, #prefix + 1)
-  if string.sub(key, 1, #prefix) == prefix and string.sub(rest, 1, 1) ~= ':' then return rest end
-  return ':' .. key
-end
-
--- A delivery's line and where it is (its field, or its key for a line written before); nil and
--- its field when it has none.
-local function lineOf(key)
-  local field = fieldOf(key)
-  local value = redis.call('HGET', of, field)
-  if value then return value, field end
-  value = redis.call('HGET', of, key)
-  if value then return value, key end
-  return nil, field
-end
 
 local function entryMs(id)
   return tonumber(string.match(id, '^(%d+)'))
@@ -69,7 +49,7 @@ local function addFirst(members, group, first)
   local recordId = string.sub(rest, 1, tonumber(length))
   local firstKey = string.sub(rest, tonumber(length) + 1)
   if firstKey == '' then firstKey = 'feedback.created:' .. recordId end
-  local stored, where = lineOf(firstKey)
+  local stored, where = lineOf(of, firstKey)
   if not stored then return end
   local e, g, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
   if g == '' then g = e end
@@ -80,7 +60,7 @@ local function addFirst(members, group, first)
 end
 
 local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, matches)
-  local current = lineOf(key)
+  local current = lineOf(of, key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then return current end
   local field = fieldOf(key)
   -- Its entry was dropped before it joined (past SIMILAR_KEEP, by a later delivery of its own
@@ -91,7 +71,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
   end
 
   if bestKey ~= '' then
-    local best = lineOf(bestKey)
+    local best = lineOf(of, bestKey)
     if best and string.sub(best, 1, 8) ~= 'pending:' then
       -- Its group (the second field, empty for its own entry id) and its first (the last, after
       -- six bars).
