@@ -138,7 +138,7 @@ try {
 /**
  * `--only worker`: the worker's paired rounds against bare BullMQ, with grouping off and on
  * (SIMILAR), its deliveries all alike and the shared reports, and the end-to-end latency, printed
- * as JSON (the full run's tables are in docs/benchmarks.md).
+ * as JSON, and written to an --out given (the full run's tables are in docs/benchmarks.md).
  */
 async function benchWorkerAlone(): Promise<void> {
   const workerPaired = await benchWorkerPaired(workerPairedOptions);
@@ -164,7 +164,13 @@ async function benchWorkerAlone(): Promise<void> {
   // The worker's deliveries all alike (workerPaired, as the full run's), and the shared reports.
   const similarOff = { alike: workerPaired, shared: workerPairedShared };
   const similarOn = { alike: similarAlike, shared: similarShared };
-  console.log(JSON.stringify({ ...machine, similarOff, similarOn, latency }, null, 2));
+  const json = JSON.stringify({ ...machine, similarOff, similarOn, latency }, null, 2);
+  console.log(json);
+  // Its figures are JSON, not a report's markdown: an --out given gets them as they are.
+  if (out !== undefined) {
+    await writeFile(out, `${json}\n`);
+    process.stdout.write(`\nwritten to ${out}\n`);
+  }
 }
 
 async function benchAll(): Promise<void> {
