@@ -15,6 +15,19 @@ import { longReport } from '../helpers/long-report.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 
 // A private server: its command counts are this test's alone.
+/** Grouping on the test's Redis, as a worker has it, keeping `keep` deliveries per project. */
+function groupingKeeping(keep: number) {
+  return createSimilarGrouping({
+    connection,
+    prefix: 'fr',
+    threshold: DEFAULT_SIMILAR_THRESHOLD,
+    keep,
+    ttlSeconds: 3600,
+    windows: [],
+    logger: createLogger({ level: 'silent' }),
+  });
+}
+
 let server: RedisServer;
 let connection: RedisConnection;
 beforeEach(async () => {
@@ -62,15 +75,7 @@ describe('grouping a project in batches (group commit)', () => {
       .trim()
       .split('\n')
       .map((line) => (JSON.parse(line) as { record: FeedbackRecord }).record);
-    const grouping = createSimilarGrouping({
-      connection,
-      prefix: 'fr',
-      threshold: DEFAULT_SIMILAR_THRESHOLD,
-      keep: 100_000,
-      ttlSeconds: 3600,
-      windows: [],
-      logger: createLogger({ level: 'silent' }),
-    });
+    const grouping = groupingKeeping(100_000);
     const receivedAt = new Date().toISOString();
 
     // All routed at once, as a worker's concurrency would if it had that many.
@@ -112,15 +117,7 @@ describe('grouping a project in batches (group commit)', () => {
 
   it('stores nothing of a delivery whose entry a later one of its batch dropped past the count', async () => {
     const keep = 5;
-    const grouping = createSimilarGrouping({
-      connection,
-      prefix: 'fr',
-      threshold: DEFAULT_SIMILAR_THRESHOLD,
-      keep,
-      ttlSeconds: 3600,
-      windows: [],
-      logger: createLogger({ level: 'silent' }),
-    });
+    const grouping = groupingKeeping(keep);
     const receivedAt = new Date().toISOString();
     // One batch of ten alike: the last five drop the first five as they enter.
     const facts = await Promise.all(
@@ -152,15 +149,7 @@ describe('grouping a project in batches (group commit)', () => {
   });
 
   it('puts many copies of a long report in one group, each counted once, past the postings a query reads', async () => {
-    const grouping = createSimilarGrouping({
-      connection,
-      prefix: 'fr',
-      threshold: DEFAULT_SIMILAR_THRESHOLD,
-      keep: 100_000,
-      ttlSeconds: 3600,
-      windows: [],
-      logger: createLogger({ level: 'silent' }),
-    });
+    const grouping = groupingKeeping(100_000);
     const receivedAt = new Date().toISOString();
     const copies = 4 * MOST_POSTINGS_PER_TERM + 200;
     const facts = await Promise.all(
