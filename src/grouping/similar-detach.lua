@@ -4,12 +4,14 @@
   first delivery and every other member; nothing is deleted but the delivery's membership.
   A group of one keeps no members key and is not in the project's groups (similar-join.lua): the
   new group has neither.
-  KEYS[1] the `of` hash, KEYS[2] the groups zset, KEYS[3] the stream.
-  ARGV: 1 key base, 2 delivery key.
+  Each detach is logged in the project's detaches stream, which the workers' indexes read with
+  their catch-up (similar-enter.lua): their next routings choose by the groups as they are now.
+  KEYS[1] the `of` hash, KEYS[2] the groups zset, KEYS[3] the stream, KEYS[4] the detaches.
+  ARGV: 1 key base, 2 delivery key, 3 ttl ms, 4 oldest entry id kept (MINID).
   Returns 'detached', 'alone' (in a group of its own already) or 'not-found'.
 ]]
-local of, groups, docs = KEYS[1], KEYS[2], KEYS[3]
-local base, key = ARGV[1], ARGV[2]
+local of, groups, docs, detaches = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local base, key, ttl, minId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 
 local value, where = lineOf(of, key)
 if not value or string.sub(value, 1, 8) == 'pending:' then return 'not-found' end
@@ -43,4 +45,7 @@ local firstKey = key
 if key == 'feedback.created:' .. recordId then firstKey = '' end
 local first = string.len(recordId) .. ':' .. recordId .. firstKey
 redis.call('HSET', of, where, table.concat({ e, new == e and '' or new, '1', t, '', m, first }, '|'))
+-- Kept as long as a delivery is: a detach older than that is of an entry no longer kept.
+redis.call('XADD', detaches, 'MINID', '~', minId, '*', 'e', e, 'g', new)
+redis.call('PEXPIRE', detaches, ttl)
 return 'detached'

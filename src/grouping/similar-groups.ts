@@ -133,7 +133,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
   const { prefix } = options;
   const now = options.now ?? Date.now;
   const connection = options.connection as Scripted;
-  connection.defineCommand('similarDetach', { numberOfKeys: 3, lua: DETACH });
+  connection.defineCommand('similarDetach', { numberOfKeys: 4, lua: DETACH });
 
   /** The projects active since `sinceMs` (and within the ttl), the most recently active first. */
   const activeProjects = async (sinceMs: number): Promise<string[]> => {
@@ -424,7 +424,17 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const found = await find(key, project);
       if (!found) return 'not-found';
       const keys = projectKeys(prefix, found.project);
-      return connection.similarDetach(keys.of, keys.groups, keys.docs, keys.base, key);
+      const ttlMs = options.ttlSeconds * 1000;
+      return connection.similarDetach(
+        keys.of,
+        keys.groups,
+        keys.docs,
+        keys.detaches,
+        keys.base,
+        key,
+        String(ttlMs),
+        `${now() - ttlMs}-0`,
+      );
     },
   };
 }

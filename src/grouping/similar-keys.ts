@@ -20,12 +20,23 @@ export interface ProjectKeys {
   readonly groups: string;
   /** Prefix of each group's members (a sorted set scored by arrival ms) and window markers. */
   readonly base: string;
+  /**
+   * The operator's detaches, a stream of e (the delivery's entry id) and g (its new group), so
+   * that each worker's index learns of them (similar-detach.lua); written on the first detach.
+   */
+  readonly detaches: string;
 }
 
 export function projectKeys(prefix: string, project: string): ProjectKeys {
   // Braces inside the project id would move the hash tag; base64url has none.
   const base = `${prefix}:similar:{${toBase64Url(project)}}:`;
-  return { docs: `${base}docs`, of: `${base}of`, groups: `${base}groups`, base };
+  return {
+    docs: `${base}docs`,
+    of: `${base}of`,
+    groups: `${base}groups`,
+    base,
+    detaches: `${base}detaches`,
+  };
 }
 
 /**
