@@ -9,6 +9,7 @@ import type { SimilarFacts } from '../similar/similar-facts.js';
 import { groupingScript } from './grouping-script.js';
 import { keyOfMember, readEntries, readFacts, readLines } from './read-facts.js';
 import {
+  firstEntryOf,
   groupIdOf,
   groupMembersKey,
   lineField,
@@ -176,7 +177,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
    * delivery's line names it. Its arrival, the group's last; null for no such group.
    */
   const aloneSince = async (keys: ProjectKeys, group: string): Promise<number | null> => {
-    const [first] = await readEntries(connection, keys, [group.replace(/\.d$/, '')]);
+    const [first] = await readEntries(connection, keys, [firstEntryOf(group)]);
     if (!first) return null;
     const [line] = await readLines(connection, keys, [first.key]);
     const stored = readStored(line, first.key);
@@ -212,7 +213,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
     const firstEntries = await readEntries(
       connection,
       keys,
-      found.map(({ group }) => group.replace(/\.d$/, '')),
+      found.map(({ group }) => firstEntryOf(group)),
     );
     // A first whose entry is gone (past the age or the count): the oldest member kept stands
     // for it. A first's line is under its field or its key (lineField); a member is either.

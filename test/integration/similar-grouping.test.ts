@@ -198,6 +198,39 @@ describe('grouping similar feedback in routing', () => {
     expect((await groups.ofDelivery(deliveries[0]!.key))!.group.id).toBe(`${before.group.id}.d`);
   });
 
+  it('takes a first delivery out again of the group that others joined since its detach', async () => {
+    const grouping = directGrouping();
+    const groups = consoleGroups();
+    const grey = 'When I click pay on the checkout page nothing happens and the button stays grey';
+    const title = 'Pay button stays grey at checkout';
+    const copyOfA = (id: string) => reported(id, title, `${grey}.`);
+    const a = copyOfA('fb_a');
+    const first = await grouping.group(a);
+    expect((await grouping.group(reported('fb_b', title, `${grey} on my phone.`))).group.size).toBe(
+      2,
+    );
+    expect(await groups.detach(a.key, PROJECT)).toBe('detached');
+    // Each time, a copy of A joins it in its group, and the operator takes A out again.
+    for (const [n, group] of [
+      [1, `${first.group.id}.d`],
+      [2, `${first.group.id}.d2`],
+      [3, `${first.group.id}.d3`],
+    ] as const) {
+      const copy = await grouping.group(copyOfA(`fb_a${n}`));
+      expect(copy.group).toMatchObject({ id: group, size: 2, first: { key: a.key } });
+      expect(await groups.detach(a.key, PROJECT)).toBe('detached');
+      expect((await groups.ofDelivery(a.key, PROJECT))!.group).toMatchObject({
+        id: `${first.group.id}.d${n + 1}`,
+        size: 1,
+      });
+      expect((await groups.get(group))!.deliveries.map((delivery) => delivery.recordId)).toEqual([
+        `fb_a${n}`,
+      ]);
+    }
+    expect((await groups.get(`${first.group.id}.d4`))!.first.key).toBe(a.key);
+    expect(await groups.detach(a.key, PROJECT)).toBe('alone');
+  });
+
   it('groups a delivery after a detach by the groups as they are now, on every worker', async () => {
     const [one, two] = [directGrouping(), directGrouping()];
     const groups = consoleGroups();
