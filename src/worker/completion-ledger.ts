@@ -206,10 +206,9 @@ export function createCompletionLedger({
 
   /**
    * Writes the markers not written yet on this connection, in one pipeline; with ACK_REPLICAS,
-   * waits for replicas once, and forgets the successes they confirmed.
+   * waits for replicas once, and forgets the successes they confirmed. Its callers prune first.
    */
   const writeMarkers = async () => {
-    prune();
     const now = clock();
     const toWrite: [string, Held][] = [];
     for (const [key, success] of held) {
