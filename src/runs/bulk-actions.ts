@@ -161,7 +161,6 @@ export function createBulkActions(options: {
       return selection.action === 'run-again' && startAfresh(job, 'completed', markers);
     }
     if (selection.action !== 'run-again') return false;
-    const queue = runQueues.of(target.handler);
     // The handler never saw this delivery (or its run is gone): a new run, while the record is kept.
     const deliveryJob = await deliveries.getJob(target.deliveryJobId);
     const read = deliveryJob ? readDelivery(deliveryJob.data) : undefined;
@@ -169,7 +168,7 @@ export function createBulkActions(options: {
     // Neither a deduplication key nor a success that outlived a removed run job may make the
     // new run a no-op (BullMQ removes the key with the job; this does not rely on it): the new
     // run has a life of its own, which no earlier success matches (completion-ledger.ts).
-    await queue.removeDeduplicationKey(id);
+    await runQueues.of(target.handler).removeDeduplicationKey(id);
     // Its routing grouped it before (a run added then carries the facts); the new run sees the
     // same facts, a crossing included: a run again is the first run once more, not a new arrival.
     const { record } = read.delivery;
@@ -181,7 +180,7 @@ export function createBulkActions(options: {
       [{ handler: target.handler, attempts, life: Date.now() }],
       { dedupeTtlSeconds: options.dedupeTtlSeconds },
     );
-    return (await queue.getJobState(id)) !== 'unknown';
+    return true;
   }
 
   async function save(progress: BulkProgress): Promise<void> {
