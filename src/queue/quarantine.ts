@@ -165,7 +165,6 @@ export function createQuarantine({
     // ZREVRANGE's stop of -1 would mean "to the end".
     if (count <= 0) return [];
     const flat = await connection.zrevrange(indexKey, offset, offset + count - 1, 'WITHSCORES');
-    if (flat.length === 0) return [];
     const pipeline = connection.pipeline();
     for (let at = 0; at < flat.length; at += 2) {
       pipeline.hmget(entryKey(flat[at]!), 'meta', 'received', 'excerpt');
