@@ -119,14 +119,8 @@ export function createRunReader(
     deliveryJob: (deliveryKey) => findDelivery(deliveries, deliveryKey),
     async find(deliveryKey, handler) {
       const deliveryJob = await findDelivery(deliveries, deliveryKey);
-      const routing = deliveryJob?.returnvalue as RoutingResult | null | undefined;
-      if (!deliveryJob || !routing) return undefined;
-      const runId = runJobId(deliveryJob.id!, handler);
-      if (routing.handlers.includes(handler)) return view(handler, runId);
-      // Not routing's: a run an operator added since, while it is kept.
-      if (!(await runQueues.handlers()).includes(handler)) return undefined;
-      const job = await runQueues.of(handler).getJob(runId);
-      return job ? view(handler, runId, job) : undefined;
+      const runs = deliveryJob ? await reader.runsOf(deliveryJob) : [];
+      return runs.find((run) => run.handler === handler);
     },
     jobOf: async ({ runId, handler }) => runQueues.of(handler).getJob(runId),
   };
