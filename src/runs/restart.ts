@@ -94,9 +94,7 @@ export function createRunAgain(options: {
   return {
     run: async (deliveryKey, handler) => runAgain(await reader.find(deliveryKey, handler)),
     async all(deliveryKey) {
-      const deliveryJob = await reader.deliveryJob(deliveryKey);
-      if (!deliveryJob) return [];
-      const runs = await reader.runsOf(deliveryJob);
+      const runs = await reader.runsOfKey(deliveryKey);
       return Promise.all(
         runs.map(async (run) => ({ handler: run.handler, status: await runAgain(run) })),
       );

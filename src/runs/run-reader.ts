@@ -57,8 +57,8 @@ export interface RunReader {
    * (`unknown` for runs gone too), and any added since that are kept.
    */
   runsOfRouting(deliveryJobId: string, handlers: readonly string[]): Promise<RunView[]>;
-  /** The job of the delivery with this key, while the delivery is remembered and its job kept. */
-  deliveryJob(deliveryKey: string): Promise<Job<Delivery> | undefined>;
+  /** The runs of the delivery with this key, while it is remembered and its job kept. */
+  runsOfKey(deliveryKey: string): Promise<RunView[]>;
   /** One handler's run of the delivery with this key, once it is routed. */
   find(deliveryKey: string, handler: string): Promise<RunView | undefined>;
   /** The job of a run, for the operators' actions. */
@@ -116,12 +116,12 @@ export function createRunReader(
       return routing ? runsOfJob(deliveryJob.id!, routing.handlers) : [];
     },
     runsOfRouting: runsOfJob,
-    deliveryJob: (deliveryKey) => findDelivery(deliveries, deliveryKey),
-    async find(deliveryKey, handler) {
+    async runsOfKey(deliveryKey) {
       const deliveryJob = await findDelivery(deliveries, deliveryKey);
-      const runs = deliveryJob ? await reader.runsOf(deliveryJob) : [];
-      return runs.find((run) => run.handler === handler);
+      return deliveryJob ? reader.runsOf(deliveryJob) : [];
     },
+    find: async (deliveryKey, handler) =>
+      (await reader.runsOfKey(deliveryKey)).find((run) => run.handler === handler),
     jobOf: async ({ runId, handler }) => runQueues.of(handler).getJob(runId),
   };
   return reader;
