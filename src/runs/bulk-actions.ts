@@ -267,19 +267,17 @@ export function createBulkActions(options: {
       if (running.size >= MOST_AT_ONCE) {
         throw new BulkBusyError(`${MOST_AT_ONCE} bulk actions are under way; wait for one to end`);
       }
-      // Its place is taken before the first await, so two starts cannot both pass the check.
-      let begun: Awaited<ReturnType<typeof begin>>;
-      const place = Promise.resolve();
-      running.add(place);
-      try {
-        begun = await begin(selection);
-      } finally {
-        running.delete(place);
-      }
-      // It goes on after the answer; its progress is in Redis.
-      const going = execute(begun).finally(() => running.delete(going));
+      // Its place is taken before the first await, so two starts cannot both pass the check. It
+      // goes on after the answer; its progress is in Redis.
+      const begun = begin(selection);
+      const going = begun
+        .then(
+          (action) => execute(action),
+          () => undefined,
+        )
+        .finally(() => running.delete(going));
       running.add(going);
-      return begun.progress;
+      return (await begun).progress;
     },
     async run(selection, onBatch) {
       return execute(await begin(selection), onBatch);
