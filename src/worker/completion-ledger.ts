@@ -339,9 +339,7 @@ export function createCompletionLedger({
       // shutdown) may never be: its marker says so to the worker that takes the job next.
       toBeWritten();
       prune();
-      if (held.size > 0) {
-        await settlesWithin(writeMarkers(), CLOSE_WITHIN_MS);
-      }
+      await settlesWithin(writeMarkers(), CLOSE_WITHIN_MS);
       if (held.size > 0) {
         const keys = [...held.keys()];
         logger.error(
