@@ -12,13 +12,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { HistoryEntry } from '../history/delivery-history.js';
+import { ROUTING, type HistoryEntry } from '../history/delivery-history.js';
 import type { HistorySearch, HistoryState } from '../history/history-search.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { projectOf } from '../webhooks/feedback-record.js';
-import { addRuns, ROUTING, runJobId, type RunQueues } from './run-queues.js';
+import { addRuns, runJobId, type RunQueues } from './run-queues.js';
 import { readRoster } from './handler-roster.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 

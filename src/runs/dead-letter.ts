@@ -5,7 +5,8 @@
  * the reason until retried, or until retention drops them (30 days for runs, 7 for deliveries).
  */
 import type { Job, Queue } from 'bullmq';
-import { handlerOfRunId, ROUTING, type HandlerRunData, type RunQueues } from './run-queues.js';
+import { ROUTING } from '../history/delivery-history.js';
+import { handlerOfRunId, type HandlerRunData, type RunQueues } from './run-queues.js';
 import { failureCause } from './failure-cause.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 

@@ -14,7 +14,6 @@ import type { Metrics } from '../metrics.js';
 import { DELIVERIES_QUEUE, type JobRetention } from '../queue/deliveries-queue.js';
 import {
   createRunQueues,
-  ROUTING,
   runQueueName,
   successKeyOf,
   type HandlerRunData,
@@ -31,6 +30,7 @@ import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
+import { ROUTING } from '../history/delivery-history.js';
 import { createHistoryWriter } from '../history/history-writer.js';
 import { announceHandlers } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
