@@ -100,7 +100,7 @@ export interface Quarantine {
    * Runs a quarantined body through the same validation as a new delivery. Queued (or found to
    * be a duplicate, or an event to ignore): the entry is removed. Still invalid: it stays.
    */
-  replay(id: string, deliveries: DeliveryQueue, now?: Date): Promise<ReplayResult>;
+  replay(id: string, deliveries: DeliveryQueue): Promise<ReplayResult>;
 }
 
 export interface QuarantineOptions {
@@ -241,12 +241,12 @@ export function createQuarantine({
       return (await scripted.removeFromQuarantine(indexKey, entryKey(id), bytesKey, id)) === 1;
     },
 
-    async replay(id, deliveries, now = new Date()) {
+    async replay(id, deliveries) {
       const entry = await quarantine.get(id);
       if (!entry) return { id, status: 'not_found' };
       const outcome: Interpretation = interpretPayload(entry.body, {
         deliveryId: entry.deliveryId,
-        receivedAt: now,
+        receivedAt: new Date(),
       });
       if (outcome.kind === 'invalid') return { id, status: 'invalid', issues: outcome.issues };
       if (outcome.kind === 'ignored') {
