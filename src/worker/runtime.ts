@@ -228,7 +228,6 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   let closing: Promise<void> | undefined;
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
-      runs.shutDown();
       const graceful = Promise.all(
         workers.map(({ worker, own }) => worker.close().then(() => closeConnection(own))),
       );
