@@ -5,8 +5,9 @@
   sorted set: project -> last entry ms, trimmed past the ttl, so it is bounded by age).
   ARGV: 1 key base, 2 oldest entry id kept (MINID), 3 most entries kept, 4 ttl ms, 5 project,
   6 most entries dropped per delivery, 7 the last entry id the worker read ('' for none), 8 most
-  entries read back; then per delivery, five: its key, record id, title, compact document, and
-  its key as the entry keeps it ('' when it is made of the record id, keyOfRecord).
+  entries read back; then per delivery, four: its key, record id, compact document, and its key
+  as the entry keeps it ('' when it is made of the record id, keyOfRecord). An entry keeps no
+  title (the delivery history has it); one written before this version has a 't'.
   Returns { results, read }:
   - per delivery, { 'joined', stored } for one already grouped (a routing that runs again), or
     { 'entered', entry id, dropped by count, dropped by age, the oldest entry id kept after it };
@@ -78,7 +79,7 @@ local function dropOldest()
 end
 
 local results, newest = {}, nil
-for at = 9, #ARGV, 5 do
+for at = 9, #ARGV, 4 do
   local key = ARGV[at]
   local current, where = lineOf(of, key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then
@@ -97,7 +98,7 @@ for at = 9, #ARGV, 5 do
       end
     else
       byCount, byAge = dropOldest()
-      id = redis.call('XADD', docs, '*', 'k', ARGV[at + 4], 'r', ARGV[at + 1], 't', ARGV[at + 2], 'd', ARGV[at + 3])
+      id = redis.call('XADD', docs, '*', 'k', ARGV[at + 3], 'r', ARGV[at + 1], 'd', ARGV[at + 2])
       redis.call('HSET', of, field, 'pending:' .. id)
     end
     if not newest or older(newest, id) then newest = id end

@@ -4,7 +4,8 @@
  * is matched as before, whether the index reads it in a catch-up or is built again from it; a
  * grouping line that keeps the arrival time itself (not ms before its entry id) and its first in
  * full, under the delivery's key (not its line field), with its key as its group's member, is
- * found and read as before; a delivery that entered before and had not joined joins once.
+ * found and read as before; an entry's title ('t', which entries no longer keep) is still shown;
+ * a delivery that entered before and had not joined joins once.
  */
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
 import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
@@ -128,16 +129,31 @@ it('matches and joins a delivery whose entry an earlier version wrote (document 
     prefix: env.prefix,
     ttlSeconds: 24 * 3600,
   });
+  // Its title is the entry's own ('t'); the deliveries after it have none in the stream, and no
+  // history here (as once their history entries are gone): an empty title.
   expect((await reader.get(groupIdOf(PROJECT, old)))!.first).toMatchObject({
     key: keyOfRecord('fb_pay_0'),
+    title: 'Pay button stays grey at checkout',
     at: arrived,
   });
+  expect((await reader.list({ sinceMs: arrived - 1 }))[0]!.first.title).toBe(
+    'Pay button stays grey at checkout',
+  );
+  expect((await reader.ofDelivery(keyOfRecord('fb_pay_2'), PROJECT))!.matches).toEqual([
+    expect.objectContaining({ recordId: 'fb_pay_0', title: 'Pay button stays grey at checkout' }),
+    expect.objectContaining({ recordId: 'fb_pay_1', title: '' }),
+  ]);
   expect((await reader.asRouted(keyOfRecord('fb_pay_0'), PROJECT))!.group.first).toEqual({
     key: keyOfRecord('fb_pay_0'),
     recordId: 'fb_pay_0',
   });
-  expect((await reader.get(groupIdOf(PROJECT, old)))!.deliveries.map((d) => d.key)).toEqual(
-    ['fb_pay_2', 'fb_pay_1', 'fb_pay_0'].map(keyOfRecord),
+  expect((await reader.get(groupIdOf(PROJECT, old)))!.deliveries).toEqual(
+    ['fb_pay_2', 'fb_pay_1', 'fb_pay_0'].map((id) =>
+      expect.objectContaining({
+        key: keyOfRecord(id),
+        title: id === 'fb_pay_0' ? 'Pay button stays grey at checkout' : '',
+      }),
+    ),
   );
   expect((await reader.ofDelivery(keyOfRecord('fb_pay_0')))!.group.size).toBe(3);
 
