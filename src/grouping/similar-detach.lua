@@ -14,9 +14,8 @@ local base, key = ARGV[1], ARGV[2]
 local value, where = lineOf(of, key)
 if not value or string.sub(value, 1, 8) == 'pending:' then return 'not-found' end
 -- The stored grouping (stored-grouping.ts).
-local e, g, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
--- A group stored empty is the delivery's own entry id.
-if g == '' then g = e end
+local entryField, groupField, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
+local e, g = idsOfLine(entryField, groupField)
 -- Its own group's id is its entry id. Its own group with no members key is a group of one.
 local own = e
 local old = base .. 'group:' .. g
@@ -42,5 +41,6 @@ end
 local firstKey = key
 if key == 'feedback.created:' .. recordId then firstKey = '' end
 local first = string.len(recordId) .. ':' .. recordId .. firstKey
-redis.call('HSET', of, where, table.concat({ e, new == e and '' or new, '1', t, '', m, first }, '|'))
+local newEntryField, newGroupField = lineIdFields(e, new)
+redis.call('HSET', of, where, table.concat({ newEntryField, newGroupField, '1', t, '', m, first }, '|'))
 return 'detached'

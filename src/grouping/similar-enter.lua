@@ -57,10 +57,8 @@ local function dropOldest()
     if entryKey then
       local value, where = lineOf(of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
-        -- The stored grouping (stored-grouping.ts): its entry id, then its group (empty for
-        -- the entry id).
-        local e, g = string.match(value, '^([^|]*)|([^|]*)|')
-        if g == '' then g = e end
+        -- The stored grouping (stored-grouping.ts): its entry id, then its group.
+        local e, g = idsOfLine(string.match(value, '^([^|]*)|([^|]*)|'))
         if e == id then
           redis.call('HDEL', of, where)
           local members = base .. 'group:' .. g

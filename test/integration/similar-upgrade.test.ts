@@ -11,6 +11,7 @@ import { afterEach, beforeEach, expect, inject, it } from 'vitest';
 import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
 import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
 import { groupIdOf, groupMembersKey, projectKeys } from '../../src/grouping/similar-keys.js';
+import { encodeEntry, encodeGroup } from '../../src/grouping/stored-grouping.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
 import type { CompactDocument } from '../../src/similar/compact-document.js';
@@ -161,6 +162,13 @@ it('matches and joins a delivery whose entry an earlier version wrote (document 
   const entries = await env.connection.xlen(keys.docs);
   expect((await worker.group(delivery(checkout(0)))).group.id).toBe(groupIdOf(PROJECT, old));
   expect(await env.connection.xlen(keys.docs)).toBe(entries);
+
+  // Taken out of its group, its old line is written again as this version writes lines.
+  expect(await reader.detach(keyOfRecord('fb_pay_0'), PROJECT)).toBe('detached');
+  const detached = await reader.ofDelivery(keyOfRecord('fb_pay_0'), PROJECT);
+  expect(detached!.group).toMatchObject({ id: groupIdOf(PROJECT, `${old}.d`), size: 1 });
+  expect((await reader.get(groupIdOf(PROJECT, `${old}.d`)))!.first.at).toBe(arrived);
+  expect((await reader.ofDelivery(keyOfRecord('fb_pay_2'), PROJECT))!.group.size).toBe(2);
 });
 
 it('joins once a delivery that entered before this version and had not joined', async () => {
@@ -181,5 +189,8 @@ it('joins once a delivery that entered before this version and had not joined', 
   expect(facts.group).toMatchObject({ id: groupIdOf(PROJECT, old), size: 2 });
   expect(await env.connection.xlen(keys.docs)).toBe(2);
   expect(await env.connection.hexists(keys.of, keyOfRecord(record.id))).toBe(0);
-  expect(await env.connection.hget(keys.of, record.id)).toMatch(new RegExp(`^${id}\\|`));
+  // Its entry id as this version writes it (stored-grouping.ts), the group relative to it.
+  expect(await env.connection.hget(keys.of, record.id)).toMatch(
+    new RegExp(`^${encodeEntry(id)}\\|${encodeGroup(id, old)}\\|2\\|`),
+  );
 });
