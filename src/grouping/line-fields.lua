@@ -25,8 +25,8 @@ end
 
 -- A line's entry id and group (stored-grouping.ts): the entry id in base 36 (`ms`, or `ms.seq`),
 -- the group empty for the entry id itself, else how many ms before it its entry is, in base 36
--- (`.seq`, `_d` for a detached group's `.d`). A line written before keeps both in full: its
--- entry field has a dash.
+-- (`.seq`; `_d`, `_d2`, ... for a detached group's `.d`, `.d2`, ...). A line written before keeps
+-- both in full: its entry field has a dash.
 local DIGITS36 = '0123456789abcdefghijklmnopqrstuvwxyz'
 
 local function base36(n)
@@ -45,12 +45,12 @@ local function from36(text)
   return tonumber(text, 36)
 end
 
--- `ms` or `ms.seq` in base 36, and `_d` when it is there, each part of a line's field.
+-- `ms` or `ms.seq` in base 36, and a detached group's mark (`.d`, `.d2`, ...; '' for none).
 local function fieldParts(field)
-  local detached = string.sub(field, -2) == '_d'
-  if detached then field = string.sub(field, 1, -3) end
+  local number, detached = string.match(field, '^(.-)_(d%d*)$')
+  if number then field = number end
   local ms, seq = string.match(field, '^(-?[0-9a-z]+)%.?([0-9a-z]*)$')
-  return from36(ms), seq == '' and 0 or from36(seq), detached
+  return from36(ms), seq == '' and 0 or from36(seq), detached and '.' .. detached or ''
 end
 
 -- A line's entry id and group id, in full, from its first two fields.
@@ -62,7 +62,7 @@ local function idsOfLine(entryField, groupField)
   local entry = string.format('%d-%d', ms, seq)
   if groupField == '' then return entry, entry end
   local back, groupSeq, detached = fieldParts(groupField)
-  return entry, string.format('%d-%d', ms - back, groupSeq) .. (detached and '.d' or '')
+  return entry, string.format('%d-%d', ms - back, groupSeq) .. detached
 end
 
 -- The first two fields of a line: its entry id (`ms-seq`) and its group id, as stored.
@@ -74,5 +74,5 @@ local function lineIdFields(entry, group)
   local groupMs, groupSeq, detached = string.match(group, '^(%d+)-(%d+)(.*)$')
   groupMs, groupSeq = tonumber(groupMs), tonumber(groupSeq)
   local groupField = base36(ms - groupMs) .. (groupSeq == 0 and '' or '.' .. base36(groupSeq))
-  return entryField, groupField .. (detached == '.d' and '_d' or '')
+  return entryField, groupField .. (string.gsub(detached, '^%.', '_'))
 end

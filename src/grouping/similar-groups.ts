@@ -19,6 +19,7 @@ import {
   type ReadEntry,
 } from './read-facts.js';
 import {
+  firstEntryOf,
   groupIdOf,
   groupMembersKey,
   lineField,
@@ -147,7 +148,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
   const { prefix } = options;
   const now = options.now ?? Date.now;
   const connection = options.connection as Scripted;
-  connection.defineCommand('similarDetach', { numberOfKeys: 3, lua: DETACH });
+  connection.defineCommand('similarDetach', { numberOfKeys: 4, lua: DETACH });
   const history = createHistorySearch({ connection, prefix, ttlSeconds: options.ttlSeconds, now });
 
   /** The projects active since `sinceMs` (and within the ttl), the most recently active first. */
@@ -191,7 +192,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
    * delivery's line names it. Its arrival, the group's last; null for no such group.
    */
   const aloneSince = async (keys: ProjectKeys, group: string): Promise<number | null> => {
-    const [first] = await readEntries(connection, keys, [group.replace(/\.d$/, '')]);
+    const [first] = await readEntries(connection, keys, [firstEntryOf(group)]);
     if (!first) return null;
     const [line] = await readLines(connection, keys, [first.key]);
     const stored = readStored(line, first.key);
@@ -227,7 +228,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
     const firstEntries = await readEntries(
       connection,
       keys,
-      found.map(({ group }) => group.replace(/\.d$/, '')),
+      found.map(({ group }) => firstEntryOf(group)),
     );
     // A first whose entry is gone (past the age or the count): the oldest member kept stands
     // for it. A first's line is under its field or its key (lineField); a member is either.
@@ -445,7 +446,17 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const found = await find(key, project);
       if (!found) return 'not-found';
       const keys = projectKeys(prefix, found.project);
-      return connection.similarDetach(keys.of, keys.groups, keys.docs, keys.base, key);
+      const ttlMs = options.ttlSeconds * 1000;
+      return connection.similarDetach(
+        keys.of,
+        keys.groups,
+        keys.docs,
+        keys.detaches,
+        keys.base,
+        key,
+        String(ttlMs),
+        `${now() - ttlMs}-0`,
+      );
     },
   };
 }

@@ -12,7 +12,8 @@
  * - group: the group's own id within its project (see similar-keys.ts), empty when it is the
  *   entry id (a delivery that started its group: most do; issue 30, memory), else relative to the
  *   entry id: how many ms before it the group's entry is, in base 36, `.seq` when its seq is not
- *   0, and `_d` for a group an operator detached its first into (`.d` in the group's id);
+ *   0, and `_d` (`_d2`, ...) for a group an operator detached its first into (`.d`, `.d2`, ... in
+ *   the group's id);
  * - arrival: how many ms before its entry id's time the delivery arrived (receivedAt), a few
  *   digits where the time itself takes 13. A line written before took the time itself: a number
  *   of 10^11 or more (three years of ms) is one (ARRIVAL_AS_TIME);
@@ -110,15 +111,15 @@ export function encodeEntry(id: string): string {
 /** A group as stored in the line of the delivery whose entry id is `own`: see the header. */
 export function encodeGroup(own: string, group: string): string {
   if (group === own) return '';
-  const detached = group.endsWith(DETACHED);
-  const [ms, seq] = entryIdParts(detached ? group.slice(0, -DETACHED.length) : group);
+  const detached = DETACHED.exec(group)?.[0] ?? '';
+  const [ms, seq] = entryIdParts(group.slice(0, group.length - detached.length));
   const back = entryIdParts(own)[0] - ms;
-  return `${back.toString(36)}${seq === 0 ? '' : `.${seq.toString(36)}`}${detached ? DETACHED_FIELD : ''}`;
+  return `${back.toString(36)}${seq === 0 ? '' : `.${seq.toString(36)}`}${detached.replace('.', '_')}`;
 }
 
-/** A detached group's id ends so (similar-keys.ts); its field in a line, so. */
-const DETACHED = '.d';
-const DETACHED_FIELD = '_d';
+/** How a detached group's id ends (similar-keys.ts: `.d`, `.d2`, ...); its field in a line, `_d`... */
+const DETACHED = /\.d\d*$/;
+const DETACHED_FIELD = /_d\d*$/;
 
 function entryOfField(field: string): string {
   if (field.includes(LEGACY_ENTRY)) return field;
@@ -130,11 +131,9 @@ function groupOfField(entryField: string, field: string): string {
   const own = entryOfField(entryField);
   if (field === '') return own;
   if (entryField.includes(LEGACY_ENTRY)) return field;
-  const detached = field.endsWith(DETACHED_FIELD);
-  const [back = '0', seq = '0'] = (detached ? field.slice(0, -DETACHED_FIELD.length) : field).split(
-    '.',
-  );
-  return `${entryIdParts(own)[0] - parseInt(back, 36)}-${parseInt(seq, 36)}${detached ? DETACHED : ''}`;
+  const detached = DETACHED_FIELD.exec(field)?.[0] ?? '';
+  const [back = '0', seq = '0'] = field.slice(0, field.length - detached.length).split('.');
+  return `${entryIdParts(own)[0] - parseInt(back, 36)}-${parseInt(seq, 36)}${detached.replace('_', '.')}`;
 }
 
 /** An arrival as stored: ms before the entry id's time (see the header). */

@@ -63,6 +63,7 @@ describe('a stored grouping', () => {
     expect(encodeGroup('1764150000000-37', '1764149999000-0')).toBe('rs');
     expect(encodeGroup('1764150000000-37', '1764146400000-2.d')).toBe('255s0.2_d');
     expect(encodeGroup('1764150000000-0', '1764150000000-0.d')).toBe('0_d');
+    expect(encodeGroup('1764150000000-0', '1764149999000-0.d12')).toBe('rs_d12');
     // Never so (a group's first entered before), but read back all the same.
     expect(encodeGroup('1764150000000-0', '1764150000010-0')).toBe('-a');
     const line = (entry: string, group: string) => `${entry}|${group}|2|0|||4:fb_1`;
@@ -77,6 +78,7 @@ describe('a stored grouping', () => {
     }
     expect(readStored(line('miftczuo', '-a'), 'x')!.g).toBe('1764150000010-0');
     expect(readStored(line('miftczuo', ''), 'x')!.g).toBe('1764150000000-0');
+    expect(readStored(line('miftczuo', 'rs_d12'), 'x')!.g).toBe('1764149999000-0.d12');
   });
 
   it('reads an empty group as the entry id (a delivery that started its group)', () => {
