@@ -18,9 +18,8 @@ local base, key, ttl, minId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local value, where = lineOf(of, key)
 if not value or string.sub(value, 1, 8) == 'pending:' then return 'not-found' end
 -- The stored grouping (stored-grouping.ts).
-local e, g, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
--- A group stored empty is the delivery's own entry id.
-if g == '' then g = e end
+local entryField, groupField, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
+local e, g = idsOfLine(entryField, groupField)
 -- Its own groups' ids: its entry id; after a detach that left that id to the others, the entry
 -- id and .d; after another, .d2, .d3, ... (a delivery moves only when detached: each is new).
 -- `times` is how many of them it has left, nil when it is in another delivery's group.
@@ -53,7 +52,8 @@ end
 local firstKey = key
 if key == 'feedback.created:' .. recordId then firstKey = '' end
 local first = string.len(recordId) .. ':' .. recordId .. firstKey
-redis.call('HSET', of, where, table.concat({ e, new == e and '' or new, '1', t, '', m, first }, '|'))
+local newEntryField, newGroupField = lineIdFields(e, new)
+redis.call('HSET', of, where, table.concat({ newEntryField, newGroupField, '1', t, '', m, first }, '|'))
 -- Kept as long as a delivery is: a detach older than that is of an entry no longer kept.
 redis.call('XADD', detaches, 'MINID', '~', minId, '*', 'e', e, 'g', new)
 redis.call('PEXPIRE', detaches, ttl)

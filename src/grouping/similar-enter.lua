@@ -7,8 +7,9 @@
   ARGV: 1 key base, 2 oldest entry id kept (MINID), 3 most entries kept, 4 ttl ms, 5 project,
   6 most entries dropped per delivery, 7 the last entry id the worker read ('' for none), 8 most
   entries (and detaches) read back, 9 the last detach the worker read ('' for none); then per
-  delivery, five: its key, record id, title, compact document, and its key as the entry keeps
-  it ('' when it is made of the record id, keyOfRecord).
+  delivery, four: its key, record id, compact document, and its key as the entry keeps it (''
+  when it is made of the record id, keyOfRecord). An entry keeps no title (the delivery history
+  has it); one written before this version has a 't'.
   Returns { results, read, detaches }:
   - per delivery, { 'joined', stored } for one already grouped (a routing that runs again), or
     { 'entered', entry id, dropped by count, dropped by age, the oldest entry id kept after it };
@@ -61,10 +62,8 @@ local function dropOldest()
     if entryKey then
       local value, where = lineOf(of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
-        -- The stored grouping (stored-grouping.ts): its entry id, then its group (empty for
-        -- the entry id).
-        local e, g = string.match(value, '^([^|]*)|([^|]*)|')
-        if g == '' then g = e end
+        -- The stored grouping (stored-grouping.ts): its entry id, then its group.
+        local e, g = idsOfLine(string.match(value, '^([^|]*)|([^|]*)|'))
         if e == id then
           redis.call('HDEL', of, where)
           local members = base .. 'group:' .. g
@@ -83,7 +82,7 @@ local function dropOldest()
 end
 
 local results, newest = {}, nil
-for at = 10, #ARGV, 5 do
+for at = 10, #ARGV, 4 do
   local key = ARGV[at]
   local current, where = lineOf(of, key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then
@@ -102,7 +101,7 @@ for at = 10, #ARGV, 5 do
       end
     else
       byCount, byAge = dropOldest()
-      id = redis.call('XADD', docs, '*', 'k', ARGV[at + 4], 'r', ARGV[at + 1], 't', ARGV[at + 2], 'd', ARGV[at + 3])
+      id = redis.call('XADD', docs, '*', 'k', ARGV[at + 3], 'r', ARGV[at + 1], 'd', ARGV[at + 2])
       redis.call('HSET', of, field, 'pending:' .. id)
     end
     if not newest or older(newest, id) then newest = id end

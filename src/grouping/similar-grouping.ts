@@ -47,12 +47,6 @@ import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './s
 const ENTER = groupingScript('similar-enter.lua');
 const JOIN = groupingScript('similar-join.lua');
 
-/**
- * Characters of a title kept in an entry: enough to tell matches apart in a list (the delivery
- * history has the whole title). Paid once per delivery kept (docs/similar.md, "Cost").
- */
-export const TITLE_CHARACTERS = 60;
-
 /** The first of no group: the join reads it only with a best match. */
 const NO_FIRST: readonly [string, string] = ['', ''];
 
@@ -254,13 +248,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     first ??= [entry.key, entry.recordId];
     if (!state.firsts.has(group)) state.firsts.set(group, first);
     state.ordinalOf.set(entry.id, state.entries.length);
-    state.entries.push({
-      id: entry.id,
-      key: entry.key,
-      recordId: entry.recordId,
-      title: entry.title,
-      at: entry.at,
-    });
+    state.entries.push({ id: entry.id, key: entry.key, recordId: entry.recordId, at: entry.at });
     state.groups.push(group);
     state.index.add(entry.id, entry.document);
     state.lastId = entry.id;
@@ -326,7 +314,6 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       ...deliveries.flatMap(({ key, record }, i) => [
         key,
         record.id,
-        cut(typeof record.title === 'string' ? record.title : '', TITLE_CHARACTERS),
         Buffer.from(encodeCompactDocument(documents[i]!)),
         key === keyOfRecord(record.id) ? '' : key,
       ]),
@@ -434,12 +421,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
           size: stored.s,
           first: { key: stored.f[0], recordId: stored.f[1] },
         },
-        matches: decision.matches.map(({ key, recordId, title, score }) => ({
-          key,
-          recordId,
-          title,
-          score,
-        })),
+        matches: decision.matches.map(({ key, recordId, score }) => ({ key, recordId, score })),
         crossed: stored.c.map(([atLeast, withinMs]) => ({ atLeast, withinMs })),
       };
     });
@@ -527,7 +509,6 @@ function readEntry(
     // An entry keeps no key that is made of its record id.
     key: values.get('k')?.toString() || keyOfRecord(recordId),
     recordId,
-    title: values.get('t')?.toString() ?? '',
     document,
   };
 }
@@ -561,11 +542,4 @@ function distinctWindows(windows: readonly SimilarWindow[]): SimilarWindow[] {
   const seen = new Map<string, SimilarWindow>();
   for (const window of windows) seen.set(`${window.atLeast}:${window.withinMs}`, window);
   return [...seen.values()];
-}
-
-/** The first `characters` characters, never half of one. */
-function cut(text: string, characters: number): string {
-  return Array.from(text.slice(0, characters * 2))
-    .slice(0, characters)
-    .join('');
 }

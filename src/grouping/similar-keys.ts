@@ -10,7 +10,11 @@
  */
 
 export interface ProjectKeys {
-  /** The stream of entries: k (delivery key, '' when it is made of the record id), r (record id), t (title), d (compact document). */
+  /**
+   * The stream of entries: k (delivery key, '' when it is made of the record id), r (record id),
+   * d (compact document); an entry written before this version has t (its title's first 60
+   * characters) too.
+   */
   readonly docs: string;
   /**
    * A delivery's line field (lineField) -> its stored grouping (stored-grouping.ts), or
