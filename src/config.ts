@@ -26,9 +26,14 @@ const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .transform(Number)
     .refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`);
 
-/** A size as Express and body-parser write it: `1048576`, `512kb`, `1mb` (1kb = 1024 bytes). */
+/**
+ * A size as Express and body-parser write it: `1048576`, `512kb`, `1mb` (1kb = 1024 bytes). Only
+ * these forms: `bytes.parse` reads whatever else by its leading digits (`1m`, `10s`: 1 and 10
+ * bytes), which would answer every delivery 413.
+ */
+const SIZE = /^(\d+\s*b?|\d+(\.\d+)?\s*[kmgtp]b)$/i;
 const byteSize = z.string().transform((text, ctx) => {
-  const size = bytes.parse(text);
+  const size = SIZE.test(text.trim()) ? bytes.parse(text.trim()) : null;
   if (size === null || !Number.isSafeInteger(size) || size < 1) {
     ctx.addIssue({ code: 'custom', message: 'expected a size such as 1048576, 512kb or 1mb' });
     return z.NEVER;

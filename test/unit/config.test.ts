@@ -102,6 +102,12 @@ describe('loadReceiverConfig', () => {
     ['SIGNATURE_HEADER', 'X Sig', /SIGNATURE_HEADER: expected an HTTP header name/],
     ['SIGNATURE_TOLERANCE_SECONDS', '0', /SIGNATURE_TOLERANCE_SECONDS: expected a whole number/],
     ['BODY_LIMIT', 'huge', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '10s', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '1m', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '1mbx', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '1e6', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '1.5', /BODY_LIMIT: expected a size/],
+    ['QUARANTINE_MAX_BYTES', '100m', /QUARANTINE_MAX_BYTES: expected a size/],
     ['DEDUPE_TTL_SECONDS', '-1', /DEDUPE_TTL_SECONDS: expected a whole number/],
     ['INVALID_PAYLOAD', 'drop', /INVALID_PAYLOAD: /],
   ])('names %s when it is %j', (name, value, message) => {
@@ -146,6 +152,12 @@ describe('loadReceiverConfig', () => {
     );
     expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '1000' }).webhook.bodyLimitBytes).toBe(
       1000,
+    );
+    expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '1.5 MB' }).webhook.bodyLimitBytes).toBe(
+      1572864,
+    );
+    expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '2048b' }).webhook.bodyLimitBytes).toBe(
+      2048,
     );
   });
 
