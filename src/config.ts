@@ -361,10 +361,11 @@ export function loadWebhookSecret(
   env: Env = process.env,
   { readFile = readTextFile }: LoadConfigOptions = {},
 ): string | undefined {
-  const inline = env.WEBHOOK_SECRET;
-  const file = env.WEBHOOK_SECRET_FILE?.trim();
-  if (inline === undefined && !file) return undefined;
-  return readSecrets(inline, file || undefined, readFile)[0];
+  // As parseEnv: an empty variable is unset (.env.example lists both, empty).
+  const inline = env.WEBHOOK_SECRET || undefined;
+  const file = env.WEBHOOK_SECRET_FILE?.trim() || undefined;
+  if (inline === undefined && file === undefined) return undefined;
+  return readSecrets(inline, file, readFile)[0];
 }
 
 /** A configuration problem; its message is meant for the person who started the process. */

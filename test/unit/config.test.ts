@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadReceiverConfig, loadWorkerConfig, tracing } from '../../src/config.js';
+import {
+  ConfigError,
+  loadReceiverConfig,
+  loadWebhookSecret,
+  loadWorkerConfig,
+  tracing,
+} from '../../src/config.js';
 
 const minimal = { WEBHOOK_SECRET: 'dev-secret' };
 
@@ -178,6 +184,22 @@ describe('loadReceiverConfig', () => {
 
   it('treats an empty variable as unset', () => {
     expect(loadReceiverConfig({ ...minimal, PORT: '' }).port).toBe(3000);
+  });
+});
+
+describe('loadWebhookSecret (send, hooks register)', () => {
+  const files = { readFile: () => 'from-the-file\n' };
+
+  it('treats an empty variable as unset, as the receiver does (.env.example lists both)', () => {
+    const env = { WEBHOOK_SECRET: '', WEBHOOK_SECRET_FILE: '/run/secrets/webhook' };
+    expect(loadWebhookSecret(env, files)).toBe('from-the-file');
+    expect(loadWebhookSecret({ WEBHOOK_SECRET: '', WEBHOOK_SECRET_FILE: '' }, files)).toBe(
+      undefined,
+    );
+  });
+
+  it('takes the first of several secrets', () => {
+    expect(loadWebhookSecret({ WEBHOOK_SECRET: 'newest,older' })).toBe('newest');
   });
 });
 
