@@ -390,6 +390,10 @@ describe('feedback-receiver usage', () => {
     [['deliveries', 'retry'], /give one run id or --all/],
     [['deliveries', 'run-again'], /deliveries run-again needs --handler/],
     [['deliveries', 'run-again', '--handler', 'x', '--since', '1y'], /since: expected a number/],
+    [
+      ['deliveries', 'failed', '--limit', '-1'],
+      /^feedback-receiver: --limit is followed by -1: give --limit a value, or write --limit=-1 if that is it; see feedback-receiver deliveries failed --help\n$/,
+    ],
   ])('answers wrong usage %j with exit code 2 and one sentence', async (args, message) => {
     const result = await cli(args);
     expect(result.code).toBe(2);
