@@ -26,9 +26,14 @@ const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .transform(Number)
     .refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`);
 
-/** A size as Express and body-parser write it: `1048576`, `512kb`, `1mb` (1kb = 1024 bytes). */
+/**
+ * A size as Express and body-parser write it: `1048576`, `512kb`, `1mb` (1kb = 1024 bytes). Only
+ * these forms: `bytes.parse` reads whatever else by its leading digits (`1m`, `10s`: 1 and 10
+ * bytes), which would answer every delivery 413.
+ */
+const SIZE = /^(\d+\s*b?|\d+(\.\d+)?\s*[kmgtp]b)$/i;
 const byteSize = z.string().transform((text, ctx) => {
-  const size = bytes.parse(text);
+  const size = SIZE.test(text.trim()) ? bytes.parse(text.trim()) : null;
   if (size === null || !Number.isSafeInteger(size) || size < 1) {
     ctx.addIssue({ code: 'custom', message: 'expected a size such as 1048576, 512kb or 1mb' });
     return z.NEVER;
@@ -356,10 +361,11 @@ export function loadWebhookSecret(
   env: Env = process.env,
   { readFile = readTextFile }: LoadConfigOptions = {},
 ): string | undefined {
-  const inline = env.WEBHOOK_SECRET;
-  const file = env.WEBHOOK_SECRET_FILE?.trim();
-  if (inline === undefined && !file) return undefined;
-  return readSecrets(inline, file || undefined, readFile)[0];
+  // As parseEnv: an empty variable is unset (.env.example lists both, empty).
+  const inline = env.WEBHOOK_SECRET || undefined;
+  const file = env.WEBHOOK_SECRET_FILE?.trim() || undefined;
+  if (inline === undefined && file === undefined) return undefined;
+  return readSecrets(inline, file, readFile)[0];
 }
 
 /** A configuration problem; its message is meant for the person who started the process. */

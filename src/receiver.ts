@@ -4,7 +4,7 @@
  * signal handler; people embedding the route in their own app use `createReceiverDeps`.
  */
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openAdminConsole, openConsoleQueues } from './admin-console.js';
 import type { ReceiverConfig } from './config.js';
@@ -106,7 +106,18 @@ export async function startReceiver(
     await deps.close();
     throw error;
   });
-  const server = createServer(createApp(deps));
+  // Once shutting down, each answer closes its connection: a sender that keeps its connection
+  // busy would otherwise go on being served on it (the drain never ends), or have its next
+  // request reset when the connection is closed at last, unanswered.
+  let closing: Promise<void> | undefined;
+  const unanswered = new Set<ServerResponse>();
+  const app = createApp(deps);
+  const server = createServer((req, res) => {
+    if (closing) res.setHeader('Connection', 'close');
+    unanswered.add(res);
+    res.once('close', () => unanswered.delete(res));
+    app(req, res);
+  });
   // Bounded waits for slow or stalled clients, so they cannot hold connections open for long.
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
@@ -136,10 +147,10 @@ export async function startReceiver(
     logger.info({ url: probes.url }, 'receiver probes listening (/healthz, /readyz, /metrics)');
   }
 
-  let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
       deps.drain();
+      for (const res of unanswered) if (!res.headersSent) res.setHeader('Connection', 'close');
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await drained;

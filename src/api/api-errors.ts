@@ -130,9 +130,22 @@ export class ApiUnexpectedResponseError extends ApiError {
 export class ApiNetworkError extends ApiError {
   override readonly name = 'ApiNetworkError';
   constructor(details: ApiErrorDetails) {
-    const reason = details.cause instanceof Error ? details.cause.message : 'network failure';
-    super(`Cannot reach the feedback API for ${details.method} ${details.url}: ${reason}`, details);
+    super(
+      `Cannot reach the feedback API for ${details.method} ${details.url}: ${networkReason(details.cause)}`,
+      details,
+    );
   }
+}
+
+/**
+ * What went wrong on the network, from the innermost cause: fetch's own error says only "fetch
+ * failed", and what an operator needs (refused, no such host, an expired certificate) is its cause.
+ */
+function networkReason(cause: unknown): string {
+  if (!(cause instanceof Error)) return 'network failure';
+  const inner = cause.cause instanceof Error ? networkReason(cause.cause) : '';
+  // An AggregateError (each address refused) has no message of its own, only a code.
+  return inner || cause.message || (cause as NodeJS.ErrnoException).code || 'network failure';
 }
 
 /** No answer within the timeout. */

@@ -29,6 +29,14 @@ export function parseCommandLine(
     if (option.type === 'string' && token.value === undefined) {
       throw new UsageError(`${token.rawName} needs a value; ${see}`);
     }
+    // The strict parse refuses `--limit -1` as "ambiguous" (it may be an option), and says how
+    // only on lines of its own.
+    if (option.type === 'string' && !token.inlineValue && token.value?.startsWith('-')) {
+      const { rawName, value } = token;
+      throw new UsageError(
+        `${rawName} is followed by ${value}: give ${rawName} a value, or write ${rawName}=${value} if that is it; ${see}`,
+      );
+    }
     if (option.type === 'boolean' && token.value !== undefined) {
       throw new UsageError(`${token.rawName} takes no value; ${see}`);
     }

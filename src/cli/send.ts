@@ -86,6 +86,12 @@ function webhookUrl(url: string): string {
   } catch {
     throw new UsageError(`--url ${url} is not a URL`);
   }
+  // fetch refuses them, and its message would repeat the password.
+  if (parsed.username || parsed.password) {
+    throw new UsageError(
+      '--url holds a user or password, which the receiver takes none of; see feedback-receiver send --help',
+    );
+  }
   if (parsed.pathname === '/') parsed.pathname = WEBHOOK_PATH;
   return parsed.href;
 }

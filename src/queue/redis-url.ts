@@ -55,7 +55,17 @@ const MULTI_HOST =
  * parseRedisUrl('redis+sentinel://:s3cret@10.0.0.1:26379,10.0.0.2:26379/mymaster')
  */
 export function parseRedisUrl(text: string): RedisTarget {
-  if (/^rediss?:\/\/\S+$/.test(text)) return { kind: 'single', url: text };
+  if (/^rediss?:\/\/\S+$/.test(text)) {
+    // ioredis reads the path's leading digits as the database, and sends SELECT NaN for none:
+    // a refusal that surfaces as an uncaught error, after the receiver has started.
+    const path = /^rediss?:\/\/[^/?#]*(\/[^?#]*)?/.exec(text)?.[1] ?? '';
+    if (!/^(\/\d*)?$/.test(path)) {
+      throw new RedisUrlError(
+        'expected a database number after host:port, or nothing: redis://host:6379/0',
+      );
+    }
+    return { kind: 'single', url: text };
+  }
   const match = MULTI_HOST.exec(text);
   if (!match) {
     throw new RedisUrlError(

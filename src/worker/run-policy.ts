@@ -78,7 +78,31 @@ function isUnrecoverable(error: unknown): boolean {
   );
 }
 
-/** A thrown value's message, whatever was thrown. */
+/**
+ * Most characters of a thrown value's message that a run keeps (its log lines, its attempts, its
+ * reason in the dead letter): a handler that throws a whole response body must not write
+ * megabytes to Redis and to the logs at every attempt.
+ */
+export const REASON_MAX_CHARS = 2_000;
+
+/**
+ * A thrown value's message, whatever was thrown: an Error's, or the `message` of an object that
+ * carries one as a string; else the value as text. Cut to REASON_MAX_CHARS.
+ */
 export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  const text = messageOf(error);
+  return text.length > REASON_MAX_CHARS
+    ? `${text.slice(0, REASON_MAX_CHARS)}… (${text.length} characters)`
+    : text;
+}
+
+function messageOf(error: unknown): string {
+  try {
+    const message =
+      typeof error === 'object' && error !== null && 'message' in error ? error.message : undefined;
+    return typeof message === 'string' ? message : String(error);
+  } catch {
+    // A message getter that throws, an object without a way to become text (Object.create(null)).
+    return Object.prototype.toString.call(error);
+  }
 }

@@ -206,14 +206,16 @@ export function createRuns(options: RunsOptions): Runs {
       );
     }
     switch (decision.kind) {
-      case 'completed':
+      case 'completed': {
+        const result = storable(decision.result, logger, bindings);
         completions.succeeded(successKey, job.id!, Date.parse(delivery.receivedAt));
         history.finished(delivery, handler.name, {
           state: 'completed',
           at: new Date().toISOString(),
-          result: decision.result,
+          result,
         });
-        return decision.result;
+        return result;
+      }
       case 'retry':
         throw new HandlerAttemptError(decision, result.ok ? undefined : result.error);
       case 'wait':
@@ -284,6 +286,24 @@ function wants(handler: Handler, delivery: Delivery): boolean {
     return handler.where === undefined || handler.where(delivery.record);
   } catch {
     return true;
+  }
+}
+
+/**
+ * A handler's result as the history and BullMQ keep it, as JSON. One JSON cannot hold (a cycle, as
+ * in an HTTP client's response, or a BigInt) is kept as null: else the run, done, would fail
+ * after it, and its delivery would show as running in the history for as long as it is kept.
+ */
+function storable(result: unknown, logger: Logger, fields: RunBindings): unknown {
+  try {
+    JSON.stringify(result);
+    return result;
+  } catch (error) {
+    logger.warn(
+      { ...fields, error: describe(error) },
+      "handler's result cannot be kept as JSON; kept as null",
+    );
+    return null;
   }
 }
 

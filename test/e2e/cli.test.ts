@@ -390,6 +390,14 @@ describe('feedback-receiver usage', () => {
     [['deliveries', 'retry'], /give one run id or --all/],
     [['deliveries', 'run-again'], /deliveries run-again needs --handler/],
     [['deliveries', 'run-again', '--handler', 'x', '--since', '1y'], /since: expected a number/],
+    [
+      ['send', '--url', 'http://user:hunter2@127.0.0.1:1'],
+      /^feedback-receiver: --url holds a user or password, which the receiver takes none of; see feedback-receiver send --help\n$/,
+    ],
+    [
+      ['deliveries', 'failed', '--limit', '-1'],
+      /^feedback-receiver: --limit is followed by -1: give --limit a value, or write --limit=-1 if that is it; see feedback-receiver deliveries failed --help\n$/,
+    ],
   ])('answers wrong usage %j with exit code 2 and one sentence', async (args, message) => {
     const result = await cli(args);
     expect(result.code).toBe(2);

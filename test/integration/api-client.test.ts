@@ -152,12 +152,16 @@ describe('the feedback API client', () => {
     expect((await failure(client.getMe())).name).toBe('ApiNetworkError');
   });
 
-  it('reports an address nobody listens on as a network failure', async () => {
+  it('reports an address nobody listens on as a network failure, saying why, not "fetch failed"', async () => {
     const nobody = createApiClient({
       baseUrl: `http://127.0.0.1:${await freePort()}`,
       token: API_TOKEN,
     });
-    expect((await failure(nobody.getMe())).name).toBe('ApiNetworkError');
+    const error = await failure(nobody.getMe());
+    expect(error.name).toBe('ApiNetworkError');
+    expect(error.message).toMatch(
+      /^Cannot reach the feedback API for GET \S+: connect ECONNREFUSED/,
+    );
   });
 
   it('refuses a success answer that is not a feedback record', async () => {

@@ -1,9 +1,12 @@
+import { once } from 'node:events';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { loadReceiverConfig } from '../../src/config.js';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
-import { createReceiverDeps } from '../../src/receiver.js';
+import { createReceiverDeps, startReceiver } from '../../src/receiver.js';
+import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import { postSigned } from '../helpers/signed-request.js';
 import {
   createTestReceiver,
@@ -90,7 +93,53 @@ describe('draining', () => {
       await deps.close();
     }
   });
+
+  it('answers a request taken while shutting down with Connection: close, so its sender sends no more on that connection', async () => {
+    const running = await startReceiver(
+      {
+        ...loadReceiverConfig({
+          WEBHOOK_SECRET: TEST_SECRET,
+          REDIS_URL: inject('redisUrl'),
+          QUEUE_PREFIX: `drain-close-${Math.random().toString(36).slice(2, 8)}`,
+          PORT: '0',
+        }),
+        host: '127.0.0.1',
+      },
+      createLogger({ level: 'silent' }),
+    );
+    const body = JSON.stringify({ id: 'fb_drain', title: 'sent as the receiver stops' });
+    const socket = connect((running.server.address() as AddressInfo).port, '127.0.0.1');
+    const answer = readAll(socket);
+    try {
+      socket.write(
+        'POST /webhooks/feedback HTTP/1.1\r\nHost: receiver\r\nContent-Type: application/json\r\n' +
+          `X-Ybug-Signature: ${signHmacSha256(body, TEST_SECRET)}\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n`,
+      );
+      await once(running.server, 'request');
+      const closed = running.close();
+      socket.write(body);
+      const [head] = (await answer).split('\r\n\r\n');
+      expect(head).toMatch(/^HTTP\/1\.1 202 /);
+      expect(head).toMatch(/^connection: close$/im);
+      await closed;
+    } finally {
+      socket.destroy();
+      await running.close();
+    }
+  });
 });
+
+/** Everything `socket` receives until the other end closes it. */
+function readAll(socket: Socket): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+}
 
 describe('request logs', () => {
   it('writes one line per request: the route its own, the rest a request line', async () => {

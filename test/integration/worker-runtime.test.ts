@@ -95,6 +95,34 @@ describe('the worker runtime', () => {
     expect({ steady, flaky }).toEqual({ steady: 1, flaky: 3 });
   });
 
+  it('completes at once a run whose handler returned what JSON cannot hold, its delivery done in the history', async () => {
+    let runs = 0;
+    await env.startWorker({
+      handlers: [
+        defineHandler({
+          name: 'circular',
+          handle: () => {
+            runs += 1;
+            const response: Record<string, unknown> = { status: 200 };
+            response.request = { response };
+            return response;
+          },
+        }),
+      ],
+    });
+    await env.deliver({ id: 'fb_circular' });
+    await env.completedRuns(1);
+    await env.historyHolds(1);
+    expect(runs).toBe(1);
+    expect(env.logs).toContainEqual(
+      expect.objectContaining({
+        msg: "handler's result cannot be kept as JSON; kept as null",
+        handler: 'circular',
+        attempt: 1,
+      }),
+    );
+  });
+
   it("routes without running a handler, and makes every attempt as the run's own job", async () => {
     const attempts: Record<string, number[]> = { steady: [], flaky: [] };
     const runtime = await env.startWorker({

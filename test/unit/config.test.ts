@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadReceiverConfig, loadWorkerConfig, tracing } from '../../src/config.js';
+import {
+  ConfigError,
+  loadReceiverConfig,
+  loadWebhookSecret,
+  loadWorkerConfig,
+  tracing,
+} from '../../src/config.js';
 
 const minimal = { WEBHOOK_SECRET: 'dev-secret' };
 
@@ -102,6 +108,12 @@ describe('loadReceiverConfig', () => {
     ['SIGNATURE_HEADER', 'X Sig', /SIGNATURE_HEADER: expected an HTTP header name/],
     ['SIGNATURE_TOLERANCE_SECONDS', '0', /SIGNATURE_TOLERANCE_SECONDS: expected a whole number/],
     ['BODY_LIMIT', 'huge', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '10s', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '1m', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '1mbx', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '1e6', /BODY_LIMIT: expected a size/],
+    ['BODY_LIMIT', '1.5', /BODY_LIMIT: expected a size/],
+    ['QUARANTINE_MAX_BYTES', '100m', /QUARANTINE_MAX_BYTES: expected a size/],
     ['DEDUPE_TTL_SECONDS', '-1', /DEDUPE_TTL_SECONDS: expected a whole number/],
     ['INVALID_PAYLOAD', 'drop', /INVALID_PAYLOAD: /],
   ])('names %s when it is %j', (name, value, message) => {
@@ -147,6 +159,12 @@ describe('loadReceiverConfig', () => {
     expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '1000' }).webhook.bodyLimitBytes).toBe(
       1000,
     );
+    expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '1.5 MB' }).webhook.bodyLimitBytes).toBe(
+      1572864,
+    );
+    expect(loadReceiverConfig({ ...minimal, BODY_LIMIT: '2048b' }).webhook.bodyLimitBytes).toBe(
+      2048,
+    );
   });
 
   it('refuses a quarantine whose bytes could not hold the largest body', () => {
@@ -166,6 +184,22 @@ describe('loadReceiverConfig', () => {
 
   it('treats an empty variable as unset', () => {
     expect(loadReceiverConfig({ ...minimal, PORT: '' }).port).toBe(3000);
+  });
+});
+
+describe('loadWebhookSecret (send, hooks register)', () => {
+  const files = { readFile: () => 'from-the-file\n' };
+
+  it('treats an empty variable as unset, as the receiver does (.env.example lists both)', () => {
+    const env = { WEBHOOK_SECRET: '', WEBHOOK_SECRET_FILE: '/run/secrets/webhook' };
+    expect(loadWebhookSecret(env, files)).toBe('from-the-file');
+    expect(loadWebhookSecret({ WEBHOOK_SECRET: '', WEBHOOK_SECRET_FILE: '' }, files)).toBe(
+      undefined,
+    );
+  });
+
+  it('takes the first of several secrets', () => {
+    expect(loadWebhookSecret({ WEBHOOK_SECRET: 'newest,older' })).toBe('newest');
   });
 });
 

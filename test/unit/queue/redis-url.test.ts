@@ -9,6 +9,12 @@ describe('parseRedisUrl', () => {
     });
   });
 
+  it('takes a single Redis URL with a database number, or with none', () => {
+    for (const url of ['redis://h:6379', 'redis://h:6379/', 'redis://h/15', 'redis://h:1/0?x=y']) {
+      expect(parseRedisUrl(url)).toEqual({ kind: 'single', url });
+    }
+  });
+
   it('reads sentinels, the master name, credentials and TLS', () => {
     expect(
       parseRedisUrl(
@@ -51,6 +57,9 @@ describe('parseRedisUrl', () => {
     ['redis+cluster://10.0.0.1:0', /host:port/],
     ['redis+cluster://10.0.0.1:7000,,10.0.0.2:7000', /host:port/],
     ['redis+sentinel://:%E0%A4%A@10.0.0.1/m', /percent-encoding/],
+    ['redis://127.0.0.1:6379/abc', /database number/],
+    ['redis://:pw@127.0.0.1:6379/1abc', /database number/],
+    ['rediss://127.0.0.1:6379/0/1', /database number/],
   ])('refuses %s', (url, message) => {
     expect(() => parseRedisUrl(url)).toThrow(RedisUrlError);
     expect(() => parseRedisUrl(url)).toThrow(message);

@@ -9,7 +9,12 @@ import {
   ApiUnauthorizedError,
   ApiValidationError,
 } from '../../../src/api/api-errors.js';
-import { decideRun, retryDelayMs, type AttemptFacts } from '../../../src/worker/run-policy.js';
+import {
+  decideRun,
+  REASON_MAX_CHARS,
+  retryDelayMs,
+  type AttemptFacts,
+} from '../../../src/worker/run-policy.js';
 
 const at = { method: 'PATCH', url: 'http://127.0.0.1/v1/feedback/fb_1' };
 const facts: AttemptFacts = {
@@ -87,6 +92,38 @@ describe('decideRun', () => {
     for (const error of [new Error('aborted'), new UnrecoverableError('x')]) {
       expect(failed(error, { attempt: 5 }, true)).toEqual({ kind: 'interrupted' });
     }
+  });
+});
+
+describe("a failed run's reason", () => {
+  const reasonOf = (error: unknown) => {
+    const decision = failed(error);
+    return 'reason' in decision ? decision.reason : undefined;
+  };
+
+  it('is the message of a thrown object that carries one, not "[object Object]"', () => {
+    expect(reasonOf({ message: 'quota exceeded', code: 'QUOTA' })).toBe('quota exceeded');
+  });
+
+  it('is cut to its first REASON_MAX_CHARS characters, saying how long it was', () => {
+    for (const error of [new Error('y'.repeat(5_000_000)), { message: 'y'.repeat(5_000_000) }]) {
+      const reason = reasonOf(error) ?? '';
+      expect(reason.startsWith('y'.repeat(REASON_MAX_CHARS))).toBe(true);
+      expect(reason.slice(REASON_MAX_CHARS)).toBe('… (5000000 characters)');
+    }
+  });
+
+  it('is a string whatever was thrown, even a value String() refuses', () => {
+    const unreadable = {
+      get message() {
+        throw new Error('no');
+      },
+    };
+    const odd = [null, undefined, 42, Symbol('s'), 10n, Object.create(null), unreadable];
+    for (const error of odd) expect(typeof reasonOf(error)).toBe('string');
+    expect(reasonOf(Object.assign(new Error('x'), { message: { a: 1 } }))).toEqual(
+      expect.any(String),
+    );
   });
 });
 
