@@ -100,7 +100,10 @@ const MAX_STALLED_COUNT = 3;
 
 /**
  * BullMQ obeys a manual rate limit (runs.ts: a 429, or our shared limit) only on a queue with a
- * limiter; this one never limits by itself. Its duration is how long a count of taken jobs lasts.
+ * limiter; this one never limits by itself. Its duration is how long a count of taken jobs lasts,
+ * and BullMQ takes it over a global rate limit's own (`setGlobalRateLimit(1, 60_000)` lets one run
+ * a second through): a worker warns of a global rate limit on its handlers' queues, and the
+ * dashboard does not set one.
  */
 export const RUNS_LIMITER = { max: 1_000_000_000, duration: 1_000 } as const;
 
@@ -209,6 +212,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   );
   const workers = [deliveriesWorker, ...handlerWorkers];
   await Promise.all(workers.map(({ worker }) => worker.waitUntilReady()));
+  await warnOfGlobalRateLimits(runQueues, handlers, logger);
   // The console offers these by name and finds their queues, and a backfill gives a new run the
   // handler's attempts.
   await announceHandlers(
@@ -256,4 +260,20 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   };
 
   return { deliveries, runQueues, close };
+}
+
+/** A global rate limit on a handler's queue is counted over RUNS_LIMITER's duration: say so. */
+async function warnOfGlobalRateLimits(
+  runQueues: RunQueues,
+  handlers: readonly Handler[],
+  logger: Logger,
+): Promise<void> {
+  for (const { name } of handlers) {
+    const limit = await runQueues.of(name).getGlobalRateLimit();
+    if (!limit) continue;
+    logger.warn(
+      { queue: runQueueName(name), ...limit, countedOverMs: RUNS_LIMITER.duration },
+      `a global rate limit is set on this handler's queue: BullMQ counts its ${limit.max} runs over the workers' limiter (${RUNS_LIMITER.duration} ms), not over its ${limit.duration} ms; remove it (Queue.removeGlobalRateLimit) and limit the handler's calls with FEEDBACK_API_RATE_LIMIT`,
+    );
+  }
 }

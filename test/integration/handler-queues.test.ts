@@ -6,7 +6,13 @@
 import { RATE_LIMIT_ERROR, type Queue } from 'bullmq';
 import { afterEach, expect, it, vi } from 'vitest';
 import { ApiRateLimitedError } from '../../src/api/api-errors.js';
-import { runJobId, type HandlerRunData } from '../../src/runs/run-queues.js';
+import {
+  createRunQueue,
+  runJobId,
+  runQueueName,
+  type HandlerRunData,
+} from '../../src/runs/run-queues.js';
+import { RUNS_LIMITER } from '../../src/worker/runtime.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
@@ -115,6 +121,23 @@ it("stops a rate-limited handler's queue: its runs wait there instead of bouncin
     runs.map((job) => job?.attemptsMade),
     'attempts made by each run: the wait spent none',
   ).toEqual(records.map(() => 1));
+});
+
+it("warns at start of a global rate limit on a handler's queue, which BullMQ counts per second", async () => {
+  const env = await setUp();
+  const queue = createRunQueue(env.connection, env.prefix, 'limited');
+  cleanup.push(() => queue.close());
+  await queue.setGlobalRateLimit(1, 60_000);
+  await env.startWorker({ handlers: [defineHandler({ name: 'limited', handle: () => {} })] });
+  expect(env.logs).toContainEqual(
+    expect.objectContaining({
+      level: 40,
+      queue: runQueueName('limited'),
+      max: 1,
+      duration: 60_000,
+      countedOverMs: RUNS_LIMITER.duration,
+    }),
+  );
 });
 
 it.each([
