@@ -1,8 +1,9 @@
 /**
- * The handlers workers have: each worker writes its own at start (name and attempts), so the
- * console can offer them by name and a backfill can give a new run the attempts its handler has.
- * A handler is offered for OFFERED_FOR_SECONDS after the last worker that has it started; its run
- * queue is listed (the dead letter, the reader) as long as its failed runs may be kept.
+ * The handlers workers have: each worker writes its own at start and again every hour while it
+ * runs (name and attempts), so the console can offer them by name and a backfill can give a new
+ * run the attempts its handler has. A handler is offered for OFFERED_FOR_SECONDS after the last
+ * worker that has it wrote it (started, or stopped); its run queue is listed (the dead letter,
+ * the reader) as long as its failed runs may be kept.
  */
 import type { RedisConnection } from '../queue/redis.js';
 

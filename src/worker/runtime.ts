@@ -69,6 +69,12 @@ export interface WorkerRuntimeOptions {
    * writes no grouping key and runs get no `ctx.similar`. Default: off.
    */
   readonly similar?: SimilarSettings | undefined;
+  /**
+   * How often the worker writes its handlers to the roster again while it runs, so that a
+   * worker up for longer than the roster remembers keeps its handlers offered and their queues
+   * read. Default: ANNOUNCE_EVERY_MS.
+   */
+  readonly announceEveryMs?: number;
 }
 
 export interface SimilarSettings {
@@ -94,6 +100,9 @@ export interface WorkerRuntime {
 
 /** How long handlers get to stop after their signal fired, before they are abandoned. */
 export const ABANDON_AFTER_MS = 5_000;
+
+/** How often a running worker writes its handlers to the roster again: an hour. */
+export const ANNOUNCE_EVERY_MS = 60 * 60_000;
 
 /** A job that stalls (its worker died) more often than this fails instead of looping forever. */
 const MAX_STALLED_COUNT = 3;
@@ -214,12 +223,18 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   await Promise.all(workers.map(({ worker }) => worker.waitUntilReady()));
   await warnOfGlobalRateLimits(runQueues, handlers, logger);
   // The console offers these by name and finds their queues, and a backfill gives a new run the
-  // handler's attempts.
-  await announceHandlers(
-    connection,
-    prefix,
-    handlers.map(({ name, attempts }) => ({ name, attempts })),
+  // handler's attempts. The roster forgets a handler not announced for a while: say it again
+  // while this worker runs.
+  const roster = handlers.map(({ name, attempts }) => ({ name, attempts }));
+  await announceHandlers(connection, prefix, roster);
+  const announcing = setInterval(
+    () =>
+      void announceHandlers(connection, prefix, roster).catch((error: Error) =>
+        logger.debug({ error: error.message }, 'could not announce the handlers again'),
+      ),
+    options.announceEveryMs ?? ANNOUNCE_EVERY_MS,
   );
+  announcing.unref();
   logger.info(
     {
       handlers: handlers.map((handler) => handler.name),
@@ -232,6 +247,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   let closing: Promise<void> | undefined;
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
+      clearInterval(announcing);
       runs.shutDown();
       const graceful = Promise.all(
         workers.map(({ worker, own }) => worker.close().then(() => closeConnection(own))),

@@ -12,6 +12,7 @@ import {
   runQueueName,
   type HandlerRunData,
 } from '../../src/runs/run-queues.js';
+import { readRoster } from '../../src/runs/handler-roster.js';
 import { RUNS_LIMITER } from '../../src/worker/runtime.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
@@ -121,6 +122,25 @@ it("stops a rate-limited handler's queue: its runs wait there instead of bouncin
     runs.map((job) => job?.attemptsMade),
     'attempts made by each run: the wait spent none',
   ).toEqual(records.map(() => 1));
+});
+
+it('keeps offering the handlers of a worker up for longer than the roster remembers', async () => {
+  const env = await setUp();
+  // Started 8 days ago: the roster offers a handler a week after it was last written.
+  vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 8 * 86_400_000 });
+  try {
+    await env.startWorker({
+      announceEveryMs: 50,
+      handlers: [defineHandler({ name: 'long-lived', attempts: 3, handle: () => {} })],
+    });
+  } finally {
+    vi.useRealTimers();
+  }
+  await eventually(async () =>
+    expect(await readRoster(env.connection, env.prefix)).toEqual([
+      { name: 'long-lived', attempts: 3 },
+    ]),
+  );
 });
 
 it("warns at start of a global rate limit on a handler's queue, which BullMQ counts per second", async () => {
