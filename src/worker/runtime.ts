@@ -32,7 +32,7 @@ import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
 import { createHistoryWriter } from '../history/history-writer.js';
-import { announceHandlers } from '../runs/handler-roster.js';
+import { announceHandlers, readRoster, type RosterEntry } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
@@ -70,9 +70,9 @@ export interface WorkerRuntimeOptions {
    */
   readonly similar?: SimilarSettings | undefined;
   /**
-   * How often the worker writes its handlers to the roster again while it runs, so that a
-   * worker up for longer than the roster remembers keeps its handlers offered and their queues
-   * read. Default: ANNOUNCE_EVERY_MS.
+   * How often the worker writes its handlers to the roster again while it runs (a worker up for
+   * longer than the roster remembers keeps its handlers offered and their queues read), and reads
+   * the handlers other workers have, to route deliveries to them too. Default: ANNOUNCE_EVERY_MS.
    */
   readonly announceEveryMs?: number;
 }
@@ -101,8 +101,15 @@ export interface WorkerRuntime {
 /** How long handlers get to stop after their signal fired, before they are abandoned. */
 export const ABANDON_AFTER_MS = 5_000;
 
-/** How often a running worker writes its handlers to the roster again: an hour. */
-export const ANNOUNCE_EVERY_MS = 60 * 60_000;
+/** How often a running worker writes its handlers to the roster, and reads the others'. */
+export const ANNOUNCE_EVERY_MS = 5_000;
+
+/**
+ * A handler written to the roster within this many announcements is one a running worker has:
+ * routing adds its runs, here too. Once its last worker has stopped, routing goes on adding them
+ * this long, and they wait in its queue for a worker that has it.
+ */
+const RUNNING_WITHIN_ANNOUNCEMENTS = 6;
 
 /** A job that stalls (its worker died) more often than this fails instead of looping forever. */
 const MAX_STALLED_COUNT = 3;
@@ -147,7 +154,37 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         logger,
       })
     : undefined;
-  const runs = createRuns({ ...options, runQueues, completions, history, similar });
+  // The console offers these by name and finds their queues, a backfill gives a new run the
+  // handler's attempts, and other workers route deliveries to them. Said again while this worker
+  // runs (the roster forgets a handler not written for a while), and before its workers take a
+  // delivery, so that its routing adds runs for the handlers other workers have.
+  const everyMs = options.announceEveryMs ?? ANNOUNCE_EVERY_MS;
+  const roster = handlers.map(({ name, attempts, events }) => ({ name, attempts, events }));
+  let elsewhere: readonly RosterEntry[] = [];
+  const announce = async () => {
+    await announceHandlers(connection, prefix, roster);
+    const running = await readRoster(connection, prefix, {
+      writtenWithinMs: everyMs * RUNNING_WITHIN_ANNOUNCEMENTS,
+    });
+    elsewhere = running.filter(({ name }) => !handlers.some((handler) => handler.name === name));
+  };
+  await announce();
+  const announcing = setInterval(
+    () =>
+      void announce().catch((error: Error) =>
+        logger.debug({ error: error.message }, 'could not announce the handlers again'),
+      ),
+    everyMs,
+  );
+  announcing.unref();
+  const runs = createRuns({
+    ...options,
+    runQueues,
+    completions,
+    history,
+    similar,
+    elsewhere: () => elsewhere,
+  });
 
   const workerOptions = {
     connection,
@@ -222,19 +259,6 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const workers = [deliveriesWorker, ...handlerWorkers];
   await Promise.all(workers.map(({ worker }) => worker.waitUntilReady()));
   await warnOfGlobalRateLimits(runQueues, handlers, logger);
-  // The console offers these by name and finds their queues, and a backfill gives a new run the
-  // handler's attempts. The roster forgets a handler not announced for a while: say it again
-  // while this worker runs.
-  const roster = handlers.map(({ name, attempts }) => ({ name, attempts }));
-  await announceHandlers(connection, prefix, roster);
-  const announcing = setInterval(
-    () =>
-      void announceHandlers(connection, prefix, roster).catch((error: Error) =>
-        logger.debug({ error: error.message }, 'could not announce the handlers again'),
-      ),
-    options.announceEveryMs ?? ANNOUNCE_EVERY_MS,
-  );
-  announcing.unref();
   logger.info(
     {
       handlers: handlers.map((handler) => handler.name),
