@@ -169,13 +169,15 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     elsewhere = running.filter(({ name }) => !handlers.some((handler) => handler.name === name));
   };
   await announce();
-  const announcing = setInterval(
-    () =>
-      void announce().catch((error: Error) =>
+  // One at a time: while Redis is away, the connection holds one, not one per tick.
+  let announced: Promise<void> | undefined;
+  const announcing = setInterval(() => {
+    announced ??= announce()
+      .catch((error: Error) =>
         logger.debug({ error: error.message }, 'could not announce the handlers again'),
-      ),
-    everyMs,
-  );
+      )
+      .finally(() => (announced = undefined));
+  }, everyMs);
   announcing.unref();
   const runs = createRuns({
     ...options,
