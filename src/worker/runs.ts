@@ -3,7 +3,8 @@
  *
  * 1. Routing (a `deliveries` job) asks each handler of the event whether it wants the record,
  *    adds one job to each taking handler's queue (`runs-<handler>`), and completes. It runs no
- *    handler.
+ *    handler. The handlers only other running workers have (the roster) get a run too: their
+ *    `where()` is asked at the run's first attempt.
  * 2. Every attempt of a run, the first included, is made by `run`, the processor of the workers
  *    of the handlers' queues. What an attempt's outcome means is decided by run-policy.ts and
  *    applied with BullMQ's own moves: return (completed), throw (retry, after the handler's
