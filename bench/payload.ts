@@ -5,7 +5,11 @@
  */
 import { sampleRecord } from '../src/cli/send.js';
 
-const PARAGRAPH = [
+/**
+ * The description's paragraph: a long report (more than MAX_TERMS terms), which the grouping
+ * tests copy too (test/helpers/long-report.ts).
+ */
+export const PARAGRAPH = [
   'I added three items to the basket, went to checkout and chose to pay by card.',
   'After typing the card number the "Pay now" button stayed grey, even though every field was',
   'filled in and the address was accepted. Reloading the page kept the basket but the button',

@@ -116,13 +116,13 @@ export { createDeadLetter, type DeadLetter, type DeadLetterEntry } from './runs/
 export {
   createRunQueue,
   createRunQueues,
-  ROUTING,
   runQueueName,
   type RunQueues,
   type AttemptRecord,
   type HandlerRunData,
   type RoutingResult,
 } from './runs/run-queues.js';
+export { ROUTING } from './history/delivery-history.js';
 export { createWorkerConnection } from './queue/redis.js';
 export {
   createTriageHandler,

@@ -1,31 +1,41 @@
 --[[
   An operator takes a delivery out of its group (similar-groups.ts): it becomes a group of its
   own, which its routing, run again, keeps (the join finds it joined). The old group keeps its
-  first delivery and every other member; nothing is deleted but the delivery's membership.
+  first delivery and every other member; nothing is deleted but the delivery's membership. That
+  holds for a group of its own that others joined since (a first detached before, say): it
+  leaves that group to them too.
   A group of one keeps no members key and is not in the project's groups (similar-join.lua): the
   new group has neither.
-  KEYS[1] the `of` hash, KEYS[2] the groups zset, KEYS[3] the stream.
-  ARGV: 1 key base, 2 delivery key.
+  Each detach is logged in the project's detaches stream, which the workers' indexes read with
+  their catch-up (similar-enter.lua): their next routings choose by the groups as they are now.
+  KEYS[1] the `of` hash, KEYS[2] the groups zset, KEYS[3] the stream, KEYS[4] the detaches.
+  ARGV: 1 key base, 2 delivery key, 3 ttl ms, 4 oldest entry id kept (MINID).
   Returns 'detached', 'alone' (in a group of its own already) or 'not-found'.
 ]]
-local of, groups, docs = KEYS[1], KEYS[2], KEYS[3]
-local base, key = ARGV[1], ARGV[2]
+local of, groups, docs, detaches = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local base, key, ttl, minId = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 
 local value, where = lineOf(of, key)
 if not value or string.sub(value, 1, 8) == 'pending:' then return 'not-found' end
 -- The stored grouping (stored-grouping.ts).
-local e, g, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
--- A group stored empty is the delivery's own entry id.
-if g == '' then g = e end
--- Its own group's id is its entry id. Its own group with no members key is a group of one.
+local entryField, groupField, _, t, _, m = string.match(value, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
+local e, g = idsOfLine(entryField, groupField)
+-- Its own groups' ids: its entry id; after a detach that left that id to the others, the entry
+-- id and .d; after another, .d2, .d3, ... (a delivery moves only when detached: each is new).
+-- `times` is how many of them it has left, nil when it is in another delivery's group.
 local own = e
 local old = base .. 'group:' .. g
-if g == own .. '.d' or (g == own and redis.call('ZCARD', old) <= 1) then
-  return 'alone'
+local times = nil
+if g == own then
+  times = 0
+elseif string.sub(g, 1, #own + 2) == own .. '.d' then
+  times = tonumber(string.sub(g, #own + 3)) or 1
 end
+-- In one of its own with no members key, or none but itself: a group of one.
+if times and redis.call('ZCARD', old) <= 1 then return 'alone' end
 -- The first of a group that others joined leaves its id to them.
 local new = own
-if g == own then new = own .. '.d' end
+if times then new = own .. '.d' .. (times == 0 and '' or times + 1) end
 
 redis.call('ZREM', old, where)
 if redis.call('ZCARD', old) == 0 then redis.call('ZREM', groups, g) end
@@ -42,5 +52,9 @@ end
 local firstKey = key
 if key == 'feedback.created:' .. recordId then firstKey = '' end
 local first = string.len(recordId) .. ':' .. recordId .. firstKey
-redis.call('HSET', of, where, table.concat({ e, new == e and '' or new, '1', t, '', m, first }, '|'))
+local newEntryField, newGroupField = lineIdFields(e, new)
+redis.call('HSET', of, where, table.concat({ newEntryField, newGroupField, '1', t, '', m, first }, '|'))
+-- Kept as long as a delivery is: a detach older than that is of an entry no longer kept.
+redis.call('XADD', detaches, 'MINID', '~', minId, '*', 'e', e, 'g', new)
+redis.call('PEXPIRE', detaches, ttl)
 return 'detached'

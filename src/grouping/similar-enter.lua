@@ -2,23 +2,29 @@
   A batch of one project's deliveries enters its stream (similar-grouping.ts), in order, each
   once; and the worker's catch-up is read in the same round trip.
   KEYS[1] the stream, KEYS[2] the `of` hash (lines by their field: fieldOf in line-fields.lua), KEYS[3] the groups zset, KEYS[4] the active projects (a
-  sorted set: project -> last entry ms, trimmed past the ttl, so it is bounded by age).
+  sorted set: project -> last entry ms, trimmed past the ttl, so it is bounded by age), KEYS[5]
+  the operator's detaches (similar-detach.lua).
   ARGV: 1 key base, 2 oldest entry id kept (MINID), 3 most entries kept, 4 ttl ms, 5 project,
   6 most entries dropped per delivery, 7 the last entry id the worker read ('' for none), 8 most
-  entries read back; then per delivery, five: its key, record id, title, compact document, and
-  its key as the entry keeps it ('' when it is made of the record id, keyOfRecord).
-  Returns { results, read }:
+  entries (and detaches) read back, 9 the last detach the worker read ('' for none); then per
+  delivery, four: its key, record id, compact document, and its key as the entry keeps it (''
+  when it is made of the record id, keyOfRecord). An entry keeps no title (the delivery history
+  has it); one written before this version has a 't'.
+  Returns { results, read, detaches }:
   - per delivery, { 'joined', stored } for one already grouped (a routing that runs again), or
     { 'entered', entry id, dropped by count, dropped by age, the oldest entry id kept after it };
     a delivery that entered before without joining (a crash in between) keeps its entry;
   - the entries after the last one read up to the batch's newest, at most ARGV[8], each
-    { id, fields, its stored grouping ('' for none yet) }: the worker's index catches up with them.
+    { id, fields, its stored grouping ('' for none yet) }: the worker's index catches up with them;
+  - the detaches after the last one read, at most ARGV[8], each { id, { 'e', entry id, 'g', group } }:
+    the worker's index moves each entry it holds to its new group.
   Before a delivery is added, the oldest entries past the age or the count are dropped, each with
   its place in the hash and its group, so that nothing outlives its entry.
 ]]
-local docs, of, groups, projects = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local docs, of, groups, projects, detaches = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local base, minId, keep, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local project, mostDropped, lastRead, mostRead = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+local lastDetach = ARGV[9]
 
 local function older(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -56,10 +62,8 @@ local function dropOldest()
     if entryKey then
       local value, where = lineOf(of, entryKey)
       if value and string.sub(value, 1, 8) ~= 'pending:' then
-        -- The stored grouping (stored-grouping.ts): its entry id, then its group (empty for
-        -- the entry id).
-        local e, g = string.match(value, '^([^|]*)|([^|]*)|')
-        if g == '' then g = e end
+        -- The stored grouping (stored-grouping.ts): its entry id, then its group.
+        local e, g = idsOfLine(string.match(value, '^([^|]*)|([^|]*)|'))
         if e == id then
           redis.call('HDEL', of, where)
           local members = base .. 'group:' .. g
@@ -78,7 +82,7 @@ local function dropOldest()
 end
 
 local results, newest = {}, nil
-for at = 9, #ARGV, 5 do
+for at = 10, #ARGV, 4 do
   local key = ARGV[at]
   local current, where = lineOf(of, key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then
@@ -97,7 +101,7 @@ for at = 9, #ARGV, 5 do
       end
     else
       byCount, byAge = dropOldest()
-      id = redis.call('XADD', docs, '*', 'k', ARGV[at + 4], 'r', ARGV[at + 1], 't', ARGV[at + 2], 'd', ARGV[at + 3])
+      id = redis.call('XADD', docs, '*', 'k', ARGV[at + 3], 'r', ARGV[at + 1], 'd', ARGV[at + 2])
       redis.call('HSET', of, field, 'pending:' .. id)
     end
     if not newest or older(newest, id) then newest = id end
@@ -124,4 +128,6 @@ if newest and (lastRead == '' or older(lastRead, newest)) then
     read[#read + 1] = { entry[1], entry[2], stored or '' }
   end
 end
-return { results, read }
+-- The detaches the worker has not read: read with the entries' lines, so both say the same.
+local start = lastDetach == '' and '-' or '(' .. lastDetach
+return { results, read, redis.call('XRANGE', detaches, start, '+', 'COUNT', mostRead) }

@@ -12,7 +12,8 @@
  * 1. "enter" (one script): the batch's entries are added to the stream, in order, each once; a
  *    delivery that had joined a group before (its routing runs again) gets its stored facts back,
  *    and stops. The same script returns the entries the index has not read yet, up to the
- *    batch's newest, each with its stored grouping.
+ *    batch's newest, each with its stored grouping, and the operator's detaches it has not read
+ *    (an entry the index holds moves to its new group).
  * 2. In memory, in the batch's order: the index is caught up to the entries BEFORE a delivery's
  *    own and queried, so every worker computes the same matches from the same stream, and a
  *    delivery of the batch is grouped exactly as if the batch had come one at a time. An entry
@@ -45,12 +46,6 @@ import { encodeFirst, encodeMatches, readStored, type StoredGrouping } from './s
 
 const ENTER = groupingScript('similar-enter.lua');
 const JOIN = groupingScript('similar-join.lua');
-
-/**
- * Characters of a title kept in an entry: enough to tell matches apart in a list (the delivery
- * history has the whole title). Paid once per delivery kept (docs/similar.md, "Cost").
- */
-export const TITLE_CHARACTERS = 60;
 
 /** The first of no group: the join reads it only with a best match. */
 const NO_FIRST: readonly [string, string] = ['', ''];
@@ -89,7 +84,9 @@ export interface SimilarGrouping {
 }
 
 type Scripted = RedisConnection & {
-  similarEnterBuffer(...args: (string | number | Buffer)[]): Promise<[EnterResult[], ReadEntry[]]>;
+  similarEnterBuffer(
+    ...args: (string | number | Buffer)[]
+  ): Promise<[EnterResult[], ReadEntry[], StreamEntry[]]>;
   similarJoin(...args: (string | number)[]): Promise<string[]>;
 };
 
@@ -98,6 +95,9 @@ type EnterResult = [Buffer, Buffer] | [Buffer, Buffer, number, number, Buffer];
 
 /** An entry "enter" read back: its id, its fields, its stored grouping ('' for none yet). */
 type ReadEntry = [Buffer, Buffer[], Buffer];
+
+/** A stream entry as XRANGE gives it: its id and fields (a detach: e, the entry; g, its group). */
+type StreamEntry = [Buffer, Buffer[]];
 
 type Entry = EntryFields & { readonly id: string; readonly at: number };
 
@@ -113,6 +113,8 @@ interface ProjectIndex {
   readonly ordinalOf: Map<string, number>;
   /** The last entry id read; '' for none. */
   lastId: string;
+  /** The last of the operator's detaches read (similar-detach.lua); '' for none. */
+  lastDetach: string;
 }
 
 /** A delivery waiting for its project's turn. */
@@ -142,7 +144,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
   const now = options.now ?? Date.now;
   const ttlMs = options.ttlSeconds * 1000;
   const connection = options.connection as Scripted;
-  connection.defineCommand('similarEnter', { numberOfKeys: 4, lua: ENTER });
+  connection.defineCommand('similarEnter', { numberOfKeys: 5, lua: ENTER });
   connection.defineCommand('similarJoin', { numberOfKeys: 2, lua: JOIN });
   const windowsJson = JSON.stringify(
     distinctWindows(options.windows).map((w) => [w.atLeast, w.withinMs]),
@@ -201,6 +203,35 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     return entries.map((entry, i) => ({ ...entry, stored: stored[i] ?? '' }));
   };
 
+  /**
+   * Moves the entries the index holds that an operator detached to their new groups, and reads
+   * the rest of the detaches when "enter" returned as many as it reads at most. An entry the
+   * index has not read yet comes with its line, detached already.
+   */
+  const applyDetaches = async (state: ProjectIndex, keys: ProjectKeys, read: StreamEntry[]) => {
+    for (let detaches = read; ;) {
+      for (const [id, fields] of detaches) {
+        const values = fieldsOf(fields);
+        const ordinal = state.ordinalOf.get(values.get('e')?.toString() ?? '');
+        const group = values.get('g')?.toString();
+        if (ordinal !== undefined && group) {
+          state.groups[ordinal] = group;
+          const { key, recordId } = state.entries[ordinal]!;
+          if (!state.firsts.has(group)) state.firsts.set(group, [key, recordId]);
+        }
+        state.lastDetach = id.toString();
+      }
+      if (detaches.length < CATCH_UP_BATCH) return;
+      detaches = (await connection.xrangeBuffer(
+        keys.detaches,
+        `(${state.lastDetach}`,
+        '+',
+        'COUNT',
+        CATCH_UP_BATCH,
+      )) as StreamEntry[];
+    }
+  };
+
   /** Adds an entry read to the index, in stream order, with its group. */
   const addEntry = (state: ProjectIndex, entry: Unread, decided: Map<string, Decided>) => {
     const grouping = readStored(entry.stored, entry.key);
@@ -217,13 +248,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     first ??= [entry.key, entry.recordId];
     if (!state.firsts.has(group)) state.firsts.set(group, first);
     state.ordinalOf.set(entry.id, state.entries.length);
-    state.entries.push({
-      id: entry.id,
-      key: entry.key,
-      recordId: entry.recordId,
-      title: entry.title,
-      at: entry.at,
-    });
+    state.entries.push({ id: entry.id, key: entry.key, recordId: entry.recordId, at: entry.at });
     state.groups.push(group);
     state.index.add(entry.id, entry.document);
     state.lastId = entry.id;
@@ -271,11 +296,12 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       rarity.add(document);
       return document;
     });
-    const [results, read] = await connection.similarEnterBuffer(
+    const [results, read, detaches] = await connection.similarEnterBuffer(
       keys.docs,
       keys.of,
       keys.groups,
       projectsKey(prefix),
+      keys.detaches,
       keys.base,
       `${now() - ttlMs}-0`,
       keep,
@@ -284,10 +310,10 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       MOST_DROPPED_PER_ENTER,
       state.lastId,
       CATCH_UP_BATCH,
+      state.lastDetach,
       ...deliveries.flatMap(({ key, record }, i) => [
         key,
         record.id,
-        cut(typeof record.title === 'string' ? record.title : '', TITLE_CHARACTERS),
         Buffer.from(encodeCompactDocument(documents[i]!)),
         key === keyOfRecord(record.id) ? '' : key,
       ]),
@@ -318,6 +344,9 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       unread.push(...next);
       more = next.length === CATCH_UP_BATCH;
     }
+
+    // The groups as they are now: an entry the index holds may have been detached since.
+    await applyDetaches(state, keys, detaches);
 
     // In the batch's order, each against the entries before its own (its predecessors of the
     // batch included, with the groups chosen for them here), as one at a time would be.
@@ -381,6 +410,10 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       }
       const stored = readStored(joined[j++], deliveries[i]!.key) as StoredGrouping;
       const decision = decisions[i]!;
+      // The index takes the group as stored: the join reads the best match's, which an operator
+      // may have detached after "enter".
+      const ordinal = state.ordinalOf.get(stored.e);
+      if (ordinal !== undefined) state.groups[ordinal] = stored.g;
       if (stored.e !== decision.entryId) return readFacts(connection, project, keys, stored);
       return {
         group: {
@@ -388,12 +421,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
           size: stored.s,
           first: { key: stored.f[0], recordId: stored.f[1] },
         },
-        matches: decision.matches.map(({ key, recordId, title, score }) => ({
-          key,
-          recordId,
-          title,
-          score,
-        })),
+        matches: decision.matches.map(({ key, recordId, score }) => ({ key, recordId, score })),
         crossed: stored.c.map(([atLeast, withinMs]) => ({ atLeast, withinMs })),
       };
     });
@@ -458,6 +486,7 @@ function newIndex(): ProjectIndex {
     firsts: new Map(),
     ordinalOf: new Map(),
     lastId: '',
+    lastDetach: '',
   };
 }
 
@@ -465,8 +494,7 @@ function readEntry(
   id: string,
   fields: Buffer[],
 ): EntryFields & { id: string; at: number; document: CompactDocument } {
-  const values = new Map<string, Buffer>();
-  for (let i = 0; i + 1 < fields.length; i += 2) values.set(fields[i]!.toString(), fields[i + 1]!);
+  const values = fieldsOf(fields);
   let document: CompactDocument;
   try {
     document = decodeCompactDocument(values.get('d') ?? new Uint8Array());
@@ -481,9 +509,15 @@ function readEntry(
     // An entry keeps no key that is made of its record id.
     key: values.get('k')?.toString() || keyOfRecord(recordId),
     recordId,
-    title: values.get('t')?.toString() ?? '',
     document,
   };
+}
+
+/** A stream entry's fields by name. */
+function fieldsOf(fields: Buffer[]): Map<string, Buffer> {
+  const values = new Map<string, Buffer>();
+  for (let i = 0; i + 1 < fields.length; i += 2) values.set(fields[i]!.toString(), fields[i + 1]!);
+  return values;
 }
 
 /** The ordinal of the first entry at or after `oldest` (stream ids ascend with ordinals). */
@@ -508,11 +542,4 @@ function distinctWindows(windows: readonly SimilarWindow[]): SimilarWindow[] {
   const seen = new Map<string, SimilarWindow>();
   for (const window of windows) seen.set(`${window.atLeast}:${window.withinMs}`, window);
   return [...seen.values()];
-}
-
-/** The first `characters` characters, never half of one. */
-function cut(text: string, characters: number): string {
-  return Array.from(text.slice(0, characters * 2))
-    .slice(0, characters)
-    .join('');
 }

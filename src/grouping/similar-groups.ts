@@ -1,14 +1,25 @@
 /**
  * What the console reads of grouping (docs/similar.md): the groups of a time window, one group
  * with its deliveries, one delivery's group and matches, and the operator's one write, taking a
- * delivery out of its group. Every read is bounded: a page of groups, a page of deliveries.
+ * delivery out of its group. Every read is bounded: a page of groups, a page of deliveries. The
+ * titles shown are the delivery history's (grouping keeps none), read once per page for all.
  */
+import { createHistorySearch } from '../history/history-search.js';
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
-import type { SimilarFacts } from '../similar/similar-facts.js';
+import type { ShownSimilarFacts, SimilarFacts } from '../similar/similar-facts.js';
 import { groupingScript } from './grouping-script.js';
-import { keyOfMember, readEntries, readFacts, readLines } from './read-facts.js';
 import {
+  keyOfMember,
+  readEntries,
+  readFacts,
+  readLines,
+  readShownFacts,
+  titlesOf,
+  type ReadEntry,
+} from './read-facts.js';
+import {
+  firstEntryOf,
   groupIdOf,
   groupMembersKey,
   lineField,
@@ -50,6 +61,7 @@ export const MOST_GROUP_DELIVERIES = 200;
 export interface GroupDelivery {
   readonly key: string;
   readonly recordId: string;
+  /** From the delivery history; '' once its entry there is gone. */
   readonly title: string;
   /** Arrival, ms since the epoch. */
   readonly at: number;
@@ -93,11 +105,11 @@ export interface SimilarGroups {
   /** One group and its newest deliveries; undefined when there is no such group. */
   get(id: string): Promise<SimilarGroupDetail | undefined>;
   /**
-   * What grouping told the delivery's handlers (the group's size as it is now); undefined when
-   * it was not grouped (or is gone). `project` (the record's project_id) saves looking through
-   * the projects (at most MOST_PROJECTS_SEARCHED).
+   * What grouping told the delivery's handlers (the group's size as it is now), its matches with
+   * their titles; undefined when it was not grouped (or is gone). `project` (the record's
+   * project_id) saves looking through the projects (at most MOST_PROJECTS_SEARCHED).
    */
-  ofDelivery(key: string, project?: string): Promise<SimilarFacts | undefined>;
+  ofDelivery(key: string, project?: string): Promise<ShownSimilarFacts | undefined>;
   /**
    * The facts as its runs saw them at its routing (the group's size when it joined, and the
    * windows its arrival crossed), for a run an operator adds later: the same facts, not a new
@@ -112,10 +124,10 @@ export interface SimilarGroups {
 }
 
 export interface SimilarGroupsOptions {
-  /** The console's connection. */
+  /** The console's connection: grouping's keys and the delivery history (titles) are read on it. */
   readonly connection: RedisConnection;
   readonly prefix: string;
-  /** DEDUPE_TTL_SECONDS: how long a detached group is kept. */
+  /** DEDUPE_TTL_SECONDS: how long a detached group is kept, and the history's days. */
   readonly ttlSeconds: number;
   /** Where the reader says it left projects or groups out. */
   readonly logger?: Logger | undefined;
@@ -129,11 +141,15 @@ type Scripted = RedisConnection & {
   similarDetach(...args: string[]): Promise<DetachOutcome>;
 };
 
+/** A group as `summaries` weighs it, before its first's title is read (with the others'). */
+type Weighed = SimilarGroupSummary & { inWindow: number; firstEntry: ReadEntry | undefined };
+
 export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroups {
   const { prefix } = options;
   const now = options.now ?? Date.now;
   const connection = options.connection as Scripted;
-  connection.defineCommand('similarDetach', { numberOfKeys: 3, lua: DETACH });
+  connection.defineCommand('similarDetach', { numberOfKeys: 4, lua: DETACH });
+  const history = createHistorySearch({ connection, prefix, ttlSeconds: options.ttlSeconds, now });
 
   /** The projects active since `sinceMs` (and within the ttl), the most recently active first. */
   const activeProjects = async (sinceMs: number): Promise<string[]> => {
@@ -176,7 +192,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
    * delivery's line names it. Its arrival, the group's last; null for no such group.
    */
   const aloneSince = async (keys: ProjectKeys, group: string): Promise<number | null> => {
-    const [first] = await readEntries(connection, keys, [group.replace(/\.d$/, '')]);
+    const [first] = await readEntries(connection, keys, [firstEntryOf(group)]);
     if (!first) return null;
     const [line] = await readLines(connection, keys, [first.key]);
     const stored = readStored(line, first.key);
@@ -188,7 +204,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
     found: readonly { group: string; lastAt: number }[],
     sinceMs: number,
     untilMs: number,
-  ): Promise<(SimilarGroupSummary & { inWindow: number })[]> => {
+  ): Promise<Weighed[]> => {
     if (found.length === 0) return [];
     const keys = projectKeys(prefix, project);
     const pipeline = connection.pipeline();
@@ -212,7 +228,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
     const firstEntries = await readEntries(
       connection,
       keys,
-      found.map(({ group }) => group.replace(/\.d$/, '')),
+      found.map(({ group }) => firstEntryOf(group)),
     );
     // A first whose entry is gone (past the age or the count): the oldest member kept stands
     // for it. A first's line is under its field or its key (lineField); a member is either.
@@ -261,12 +277,13 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         first: {
           key: firstKeys[i]!,
           recordId: entry?.recordId ?? '',
-          title: entry?.title ?? '',
+          title: '',
           at: stored[i]?.t ?? Number(oldest[1] ?? 0),
         },
         lastAt,
         arrivals,
         inWindow: alone ? scored.length / 2 : Number(answers[i * 4 + 1]),
+        firstEntry: entry,
       };
     });
   };
@@ -345,7 +362,12 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
           [...byProject].map(([name, found]) => summaries(name, found, sinceMs, untilMs)),
         )
       ).flat();
-      return detailed.sort(fastestGrowing).map(({ inWindow: _, ...summary }) => summary);
+      detailed.sort(fastestGrowing);
+      const titles = await titlesOf(
+        history,
+        detailed.map(({ firstEntry }) => firstEntry),
+      );
+      return detailed.map((weighed, i) => shown(weighed, titles[i]!));
     },
 
     async get(id) {
@@ -391,14 +413,14 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         keys,
         lines.map((value, i) => readStored(value, members[i]!.key)?.e ?? '0-0'),
       );
-      const { inWindow: _, ...rest } = summary!;
+      const [firstTitle, ...titles] = await titlesOf(history, [summary!.firstEntry, ...entries]);
       return {
-        ...rest,
+        ...shown(summary!, firstTitle!),
         deliveries: members.map(({ key, at }, i) => ({
           key,
           at,
           recordId: entries[i]?.recordId ?? '',
-          title: entries[i]?.title ?? '',
+          title: titles[i]!,
         })),
       };
     },
@@ -410,7 +432,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const keys = projectKeys(prefix, found.project);
       // No members key: a group of one (similar-join.lua), this delivery.
       const size = (await connection.zcard(groupMembersKey(keys, stored.g))) || 1;
-      return readFacts(connection, found.project, keys, stored, size);
+      return readShownFacts(history, connection, found.project, keys, stored, size);
     },
 
     async asRouted(key, project) {
@@ -424,9 +446,27 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const found = await find(key, project);
       if (!found) return 'not-found';
       const keys = projectKeys(prefix, found.project);
-      return connection.similarDetach(keys.of, keys.groups, keys.docs, keys.base, key);
+      const ttlMs = options.ttlSeconds * 1000;
+      return connection.similarDetach(
+        keys.of,
+        keys.groups,
+        keys.docs,
+        keys.detaches,
+        keys.base,
+        key,
+        String(ttlMs),
+        `${now() - ttlMs}-0`,
+      );
     },
   };
+}
+
+/** A group weighed, as the console shows it: its first's title in. */
+function shown(
+  { inWindow: _, firstEntry: __, ...summary }: Weighed,
+  title: string,
+): SimilarGroupSummary {
+  return { ...summary, first: { ...summary.first, title } };
 }
 
 /** Arrivals in the window, then size, then the last arrival; ties by id, so the order is one. */

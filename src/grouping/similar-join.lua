@@ -51,8 +51,8 @@ local function addFirst(members, group, first)
   if firstKey == '' then firstKey = 'feedback.created:' .. recordId end
   local stored, where = lineOf(of, firstKey)
   if not stored then return end
-  local e, g, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
-  if g == '' then g = e end
+  local entryField, groupField, arrived = string.match(stored, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
+  local e, g = idsOfLine(entryField, groupField)
   if g ~= group then return nil end
   local at = arrivalOf(e, arrived)
   redis.call('ZADD', members, string.format('%d', at), where)
@@ -67,16 +67,16 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
   -- batch, say): nothing of it is stored, so nothing outlives the entry. Its run sees a group of
   -- its own.
   if current ~= 'pending:' .. entry then
-    return table.concat({ entry, '', 1, string.format('%d', entryMs(entry) - t), '', '', first }, '|')
+    local entryField = lineIdFields(entry, entry)
+    return table.concat({ entryField, '', 1, string.format('%d', entryMs(entry) - t), '', '', first }, '|')
   end
 
   if bestKey ~= '' then
     local best = lineOf(of, bestKey)
     if best and string.sub(best, 1, 8) ~= 'pending:' then
-      -- Its group (the second field, empty for its own entry id) and its first (the last, after
-      -- six bars).
-      local bestEntry, bestGroup = string.match(best, '^([^|]*)|([^|]*)|')
-      group = bestGroup == '' and bestEntry or bestGroup
+      -- Its group (from the first two fields) and its first (the last, after six bars).
+      local _, storedGroup = idsOfLine(string.match(best, '^([^|]*)|([^|]*)|'))
+      group = storedGroup
       first = firstOf(bestKey, string.match(best, '^[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|[^|]*|(.*)$'))
     else
       group, first = bestGroup, bestFirst
@@ -126,9 +126,10 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
     end
   end
 
+  local entryField, groupField = lineIdFields(entry, group)
   local value = table.concat({
-    entry,
-    group == entry and '' or group,
+    entryField,
+    groupField,
     alone and 1 or redis.call('ZCARD', members),
     string.format('%d', entryMs(entry) - t),
     table.concat(crossed, ','),

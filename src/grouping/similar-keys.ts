@@ -4,12 +4,17 @@
  *
  * A group is known within its project by its first delivery's stream entry id (short: it is
  * stored once per delivery and per member); the group an operator detaches a group's first
- * delivery into has `.d` after it. Its public id adds the project, so a reader finds it from the
- * id alone, and is URL-safe: base64url of the project, a dot, the group's id within the project.
+ * delivery into has `.d` after it (`.d2`, `.d3`, ... when it is detached again from a group that
+ * others joined since). Its public id adds the project, so a reader finds it from the id alone,
+ * and is URL-safe: base64url of the project, a dot, the group's id within the project.
  */
 
 export interface ProjectKeys {
-  /** The stream of entries: k (delivery key, '' when it is made of the record id), r (record id), t (title), d (compact document). */
+  /**
+   * The stream of entries: k (delivery key, '' when it is made of the record id), r (record id),
+   * d (compact document); an entry written before this version has t (its title's first 60
+   * characters) too.
+   */
   readonly docs: string;
   /**
    * A delivery's line field (lineField) -> its stored grouping (stored-grouping.ts), or
@@ -20,12 +25,23 @@ export interface ProjectKeys {
   readonly groups: string;
   /** Prefix of each group's members (a sorted set scored by arrival ms) and window markers. */
   readonly base: string;
+  /**
+   * The operator's detaches, a stream of e (the delivery's entry id) and g (its new group), so
+   * that each worker's index learns of them (similar-detach.lua); written on the first detach.
+   */
+  readonly detaches: string;
 }
 
 export function projectKeys(prefix: string, project: string): ProjectKeys {
   // Braces inside the project id would move the hash tag; base64url has none.
   const base = `${prefix}:similar:{${toBase64Url(project)}}:`;
-  return { docs: `${base}docs`, of: `${base}of`, groups: `${base}groups`, base };
+  return {
+    docs: `${base}docs`,
+    of: `${base}of`,
+    groups: `${base}groups`,
+    base,
+    detaches: `${base}detaches`,
+  };
 }
 
 /**
@@ -75,12 +91,17 @@ export function groupIdOf(project: string, group: string): string {
 
 /** The project and id within it that a public group id is made of; undefined for no group's. */
 export function readGroupId(id: string): { project: string; group: string } | undefined {
-  const parts = /^([A-Za-z0-9_-]*)\.((\d+)-(\d+)(?:\.d)?)$/.exec(id);
+  const parts = /^([A-Za-z0-9_-]*)\.((\d+)-(\d+)(?:\.d(?:[2-9]|[1-9]\d+)?)?)$/.exec(id);
   // An entry id of Redis's: a group of one is looked for by it (XRANGE), which refuses others.
   if (!parts || BigInt(parts[3]!) > MOST_ENTRY_PART || BigInt(parts[4]!) > MOST_ENTRY_PART) {
     return undefined;
   }
   return { project: fromBase64Url(parts[1]!), group: parts[2]! };
+}
+
+/** The entry id of a group's first delivery, of which its id within the project is made. */
+export function firstEntryOf(group: string): string {
+  return group.replace(/\.d\d*$/, '');
 }
 
 /** The largest of each of an entry id's two numbers (Redis streams: 64 bits, unsigned). */

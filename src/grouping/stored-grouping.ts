@@ -5,8 +5,15 @@
  *
  *   entry id | group | size | arrival | crossed | matches | first
  *
+ * - entry id: the delivery's stream entry id `ms-seq` in base 36, as `ms`, or `ms.seq` when seq
+ *   is not 0 (8 or so characters where the id takes 15). A line written before kept the id as
+ *   Redis writes it: an entry field with a dash is one, and its group is in full too
+ *   (LEGACY_ENTRY);
  * - group: the group's own id within its project (see similar-keys.ts), empty when it is the
- *   entry id (a delivery that started its group: most do; issue 30, memory);
+ *   entry id (a delivery that started its group: most do; issue 30, memory), else relative to the
+ *   entry id: how many ms before it the group's entry is, in base 36, `.seq` when its seq is not
+ *   0, and `_d` (`_d2`, ...) for a group an operator detached its first into (`.d`, `.d2`, ... in
+ *   the group's id);
  * - arrival: how many ms before its entry id's time the delivery arrived (receivedAt), a few
  *   digits where the time itself takes 13. A line written before took the time itself: a number
  *   of 10^11 or more (three years of ms) is one (ARRIVAL_AS_TIME);
@@ -40,6 +47,9 @@ export interface StoredGrouping {
   readonly t: number;
 }
 
+/** An entry field with this in it is an entry id in full, of a line written before. */
+export const LEGACY_ENTRY = '-';
+
 /** The value of a delivery that has entered the stream and not yet joined a group. */
 export const PENDING = 'pending:';
 
@@ -56,11 +66,13 @@ export function readStored(
     value,
   );
   if (!fields) return undefined;
-  const [, e = '', g = '', s, arrival, c = '', m = '', length, rest] = fields;
+  const [, entryField = '', groupField = '', s, arrival, c = '', m = '', length, rest] = fields;
+  const e = entryOfField(entryField);
+  const g = groupOfField(entryField, groupField);
   let first: readonly [string, string];
   if (length === undefined) {
     // Itself, a key made of its record id.
-    if (g !== '' || !key.startsWith(KEY_OF_RECORD_PREFIX)) return undefined;
+    if (groupField !== '' || !key.startsWith(KEY_OF_RECORD_PREFIX)) return undefined;
     first = [key, key.slice(KEY_OF_RECORD_PREFIX.length)];
   } else {
     // The length is in bytes, as the scripts count it.
@@ -71,7 +83,7 @@ export function readStored(
   }
   return {
     e,
-    g: g === '' ? e : g,
+    g,
     s: Number(s),
     t: arrivalOf(e, Number(arrival)),
     f: first,
@@ -88,6 +100,40 @@ const KEY_OF_RECORD_PREFIX = keyOfRecord('');
 
 function arrivalOf(entryId: string, stored: number): number {
   return Math.abs(stored) >= ARRIVAL_AS_TIME ? stored : entryIdParts(entryId)[0] - stored;
+}
+
+/** An entry id as stored: see the header. */
+export function encodeEntry(id: string): string {
+  const [ms, seq] = entryIdParts(id);
+  return `${ms.toString(36)}${seq === 0 ? '' : `.${seq.toString(36)}`}`;
+}
+
+/** A group as stored in the line of the delivery whose entry id is `own`: see the header. */
+export function encodeGroup(own: string, group: string): string {
+  if (group === own) return '';
+  const detached = DETACHED.exec(group)?.[0] ?? '';
+  const [ms, seq] = entryIdParts(group.slice(0, group.length - detached.length));
+  const back = entryIdParts(own)[0] - ms;
+  return `${back.toString(36)}${seq === 0 ? '' : `.${seq.toString(36)}`}${detached.replace('.', '_')}`;
+}
+
+/** How a detached group's id ends (similar-keys.ts: `.d`, `.d2`, ...); its field in a line, `_d`... */
+const DETACHED = /\.d\d*$/;
+const DETACHED_FIELD = /_d\d*$/;
+
+function entryOfField(field: string): string {
+  if (field.includes(LEGACY_ENTRY)) return field;
+  const [ms = '0', seq = '0'] = field.split('.');
+  return `${parseInt(ms, 36)}-${parseInt(seq, 36)}`;
+}
+
+function groupOfField(entryField: string, field: string): string {
+  const own = entryOfField(entryField);
+  if (field === '') return own;
+  if (entryField.includes(LEGACY_ENTRY)) return field;
+  const detached = DETACHED_FIELD.exec(field)?.[0] ?? '';
+  const [back = '0', seq = '0'] = field.slice(0, field.length - detached.length).split('.');
+  return `${entryIdParts(own)[0] - parseInt(back, 36)}-${parseInt(seq, 36)}${detached.replace('_', '.')}`;
 }
 
 /** An arrival as stored: ms before the entry id's time (see the header). */

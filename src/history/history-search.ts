@@ -37,6 +37,11 @@ export interface HistorySearch {
   search(query: HistoryQuery): Promise<HistoryPage>;
   /** The entry of a delivery key, while it is kept. */
   byKey(key: string): Promise<HistoryEntry | undefined>;
+  /**
+   * The entries of these delivery keys, in order (undefined for one no longer kept): two round
+   * trips whatever their number, one field per key in each day's hash, then the entries.
+   */
+  byKeys(deliveryKeys: readonly string[]): Promise<(HistoryEntry | undefined)[]>;
   /** How many deliveries the history holds. */
   size(): Promise<number>;
 }
@@ -109,14 +114,27 @@ export function createHistorySearch(options: {
     },
 
     async byKey(key) {
+      const [entry] = await search.byKeys([key]);
+      return entry;
+    },
+
+    async byKeys(deliveryKeys) {
+      if (deliveryKeys.length === 0) return [];
       const days = keptDays(now(), ttlSeconds);
       const pipeline = connection.pipeline();
-      for (const day of days) pipeline.hget(keys.ids(day), `k:${key}`);
-      const seqs = ((await pipeline.exec()) ?? []).flatMap(([error, seq]) =>
-        !error && typeof seq === 'string' ? [Number(seq)] : [],
-      );
-      const [entry] = await readEntries(connection, keys, seqs.slice(-1));
-      return entry;
+      const fields = deliveryKeys.map((key) => `k:${key}`);
+      for (const day of days) pipeline.hmget(keys.ids(day), ...fields);
+      // The newest day that has a key holds its entry.
+      const seqs = new Array<number | undefined>(deliveryKeys.length).fill(undefined);
+      for (const [error, values] of (await pipeline.exec()) ?? []) {
+        if (error) throw error;
+        (values as (string | null)[]).forEach((seq, i) => {
+          if (seq !== null) seqs[i] = Number(seq);
+        });
+      }
+      const found = seqs.flatMap((seq) => (seq === undefined ? [] : [seq]));
+      const entries = new Map((await readEntries(connection, keys, found)).map((e) => [e.seq, e]));
+      return seqs.map((seq) => (seq === undefined ? undefined : entries.get(seq)));
     },
 
     async size() {

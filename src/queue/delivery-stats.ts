@@ -43,20 +43,16 @@ export function createDeliveryStats({
   connection,
   prefix,
   logger,
-  flushEveryMs = 1_000,
-  now = Date.now,
 }: {
   connection: RedisConnection;
   prefix: string;
   logger: Logger;
-  flushEveryMs?: number;
-  now?: () => number;
 }): DeliveryStats {
   /** Counts not written yet, by the minute they happened in. */
   let pending = new Map<number, Map<string, number>>();
 
   const add = (field: string) => {
-    const minute = Math.floor(now() / MINUTE) * MINUTE;
+    const minute = Math.floor(Date.now() / MINUTE) * MINUTE;
     let counts = pending.get(minute);
     if (!counts) pending.set(minute, (counts = new Map()));
     counts.set(field, (counts.get(field) ?? 0) + 1);
@@ -83,7 +79,7 @@ export function createDeliveryStats({
       if (!results || failed) throw failed?.[0] ?? new Error('Redis discarded the pipeline');
     } catch (error) {
       // Redis is away: keep the counts for the next try, as far back as they are still read.
-      const oldest = now() - HOUR;
+      const oldest = Date.now() - HOUR;
       for (const [minute, counts] of batch) {
         if (minute < oldest) continue;
         const merged = pending.get(minute) ?? new Map<string, number>();
@@ -98,7 +94,7 @@ export function createDeliveryStats({
   }
   const flush = () => (flushing ??= write().finally(() => (flushing = undefined)));
 
-  const timer = setInterval(() => void flush(), flushEveryMs);
+  const timer = setInterval(() => void flush(), 1_000);
   timer.unref();
 
   return {
@@ -116,8 +112,8 @@ export function createDeliveryStats({
 export async function readDeliveryStats(
   connection: RedisConnection,
   prefix: string,
-  at = Date.now(),
 ): Promise<StatsSnapshot> {
+  const at = Date.now();
   const thisMinute = Math.floor(at / MINUTE) * MINUTE;
   const thisHour = Math.floor(at / HOUR) * HOUR;
   const minutes = Array.from({ length: 60 }, (_, index) => thisMinute - (59 - index) * MINUTE);

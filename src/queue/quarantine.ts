@@ -100,7 +100,7 @@ export interface Quarantine {
    * Runs a quarantined body through the same validation as a new delivery. Queued (or found to
    * be a duplicate, or an event to ignore): the entry is removed. Still invalid: it stays.
    */
-  replay(id: string, deliveries: DeliveryQueue, now?: Date): Promise<ReplayResult>;
+  replay(id: string, deliveries: DeliveryQueue): Promise<ReplayResult>;
 }
 
 export interface QuarantineOptions {
@@ -165,7 +165,6 @@ export function createQuarantine({
     // ZREVRANGE's stop of -1 would mean "to the end".
     if (count <= 0) return [];
     const flat = await connection.zrevrange(indexKey, offset, offset + count - 1, 'WITHSCORES');
-    if (flat.length === 0) return [];
     const pipeline = connection.pipeline();
     for (let at = 0; at < flat.length; at += 2) {
       pipeline.hmget(entryKey(flat[at]!), 'meta', 'received', 'excerpt');
@@ -242,12 +241,12 @@ export function createQuarantine({
       return (await scripted.removeFromQuarantine(indexKey, entryKey(id), bytesKey, id)) === 1;
     },
 
-    async replay(id, deliveries, now = new Date()) {
+    async replay(id, deliveries) {
       const entry = await quarantine.get(id);
       if (!entry) return { id, status: 'not_found' };
       const outcome: Interpretation = interpretPayload(entry.body, {
         deliveryId: entry.deliveryId,
-        receivedAt: now,
+        receivedAt: new Date(),
       });
       if (outcome.kind === 'invalid') return { id, status: 'invalid', issues: outcome.issues };
       if (outcome.kind === 'ignored') {

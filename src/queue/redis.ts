@@ -149,8 +149,8 @@ const NOTHING_LISTENS = 'nothing listens there (connection refused); is Redis ru
 
 /**
  * Waits until the connection is ready. A Redis that refuses the credentials fails at once; one
- * that cannot be reached fails after `timeoutMs`, or, where nothing listens, once its connections
- * have been refused for `refusedForMs`. The message names REDIS_URL, with the password hidden.
+ * that cannot be reached fails after START_TIMEOUT_MS, or, where nothing listens, once its
+ * connections have been refused for `refusedForMs`. The message names REDIS_URL, with the password hidden.
  *
  * A one-off command passes REFUSED_FOR_MS: its user is waiting, and a wrong port is the likely
  * cause. A service keeps the whole timeout: started a moment before its Redis (no start order, as
@@ -161,10 +161,7 @@ const NOTHING_LISTENS = 'nothing listens there (connection refused); is Redis ru
 export async function waitForRedis(
   connection: RedisConnection,
   url: string,
-  {
-    timeoutMs = START_TIMEOUT_MS,
-    refusedForMs = Number.POSITIVE_INFINITY,
-  }: { readonly timeoutMs?: number; readonly refusedForMs?: number } = {},
+  { refusedForMs = Number.POSITIVE_INFINITY }: { readonly refusedForMs?: number } = {},
 ): Promise<void> {
   if (connection.status === 'ready') return;
   let lastError: Error | undefined;
@@ -204,9 +201,9 @@ export async function waitForRedis(
           fail(
             refusedSince !== undefined
               ? NOTHING_LISTENS
-              : `no answer within ${timeoutMs / 1000} s (${lastError?.message ?? 'no error reported'})`,
+              : `no answer within ${START_TIMEOUT_MS / 1000} s (${lastError?.message ?? 'no error reported'})`,
           ),
-        timeoutMs,
+        START_TIMEOUT_MS,
       );
     });
   } finally {

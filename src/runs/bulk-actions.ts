@@ -12,13 +12,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { HistoryEntry } from '../history/delivery-history.js';
+import { ROUTING, type HistoryEntry } from '../history/delivery-history.js';
 import type { HistorySearch, HistoryState } from '../history/history-search.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { projectOf } from '../webhooks/feedback-record.js';
-import { addRuns, ROUTING, runJobId, type RunQueues } from './run-queues.js';
+import { addRuns, runJobId, type RunQueues } from './run-queues.js';
 import { readRoster } from './handler-roster.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 
@@ -161,7 +161,6 @@ export function createBulkActions(options: {
       return selection.action === 'run-again' && startAfresh(job, 'completed', markers);
     }
     if (selection.action !== 'run-again') return false;
-    const queue = runQueues.of(target.handler);
     // The handler never saw this delivery (or its run is gone): a new run, while the record is kept.
     const deliveryJob = await deliveries.getJob(target.deliveryJobId);
     const read = deliveryJob ? readDelivery(deliveryJob.data) : undefined;
@@ -169,7 +168,7 @@ export function createBulkActions(options: {
     // Neither a deduplication key nor a success that outlived a removed run job may make the
     // new run a no-op (BullMQ removes the key with the job; this does not rely on it): the new
     // run has a life of its own, which no earlier success matches (completion-ledger.ts).
-    await queue.removeDeduplicationKey(id);
+    await runQueues.of(target.handler).removeDeduplicationKey(id);
     // Its routing grouped it before (a run added then carries the facts); the new run sees the
     // same facts, a crossing included: a run again is the first run once more, not a new arrival.
     const { record } = read.delivery;
@@ -181,7 +180,7 @@ export function createBulkActions(options: {
       [{ handler: target.handler, attempts, life: Date.now() }],
       { dedupeTtlSeconds: options.dedupeTtlSeconds },
     );
-    return (await queue.getJobState(id)) !== 'unknown';
+    return true;
   }
 
   async function save(progress: BulkProgress): Promise<void> {
@@ -268,19 +267,17 @@ export function createBulkActions(options: {
       if (running.size >= MOST_AT_ONCE) {
         throw new BulkBusyError(`${MOST_AT_ONCE} bulk actions are under way; wait for one to end`);
       }
-      // Its place is taken before the first await, so two starts cannot both pass the check.
-      let begun: Awaited<ReturnType<typeof begin>>;
-      const place = Promise.resolve();
-      running.add(place);
-      try {
-        begun = await begin(selection);
-      } finally {
-        running.delete(place);
-      }
-      // It goes on after the answer; its progress is in Redis.
-      const going = execute(begun).finally(() => running.delete(going));
+      // Its place is taken before the first await, so two starts cannot both pass the check. It
+      // goes on after the answer; its progress is in Redis.
+      const begun = begin(selection);
+      const going = begun
+        .then(
+          (action) => execute(action),
+          () => undefined,
+        )
+        .finally(() => running.delete(going));
       running.add(going);
-      return begun.progress;
+      return (await begun).progress;
     },
     async run(selection, onBatch) {
       return execute(await begin(selection), onBatch);

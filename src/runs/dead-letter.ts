@@ -5,7 +5,8 @@
  * the reason until retried, or until retention drops them (30 days for runs, 7 for deliveries).
  */
 import type { Job, Queue } from 'bullmq';
-import { handlerOfRunId, ROUTING, type HandlerRunData, type RunQueues } from './run-queues.js';
+import { ROUTING } from '../history/delivery-history.js';
+import { handlerOfRunId, type HandlerRunData, type RunQueues } from './run-queues.js';
 import { failureCause } from './failure-cause.js';
 import { startAfresh, type SuccessMarkers } from './restart.js';
 
@@ -150,25 +151,23 @@ export function createDeadLetter({
     async retryAll() {
       // The ids first, oldest first (Sidekiq's retry_all): a job retried here that fails again
       // goes back to the failed set, and is not taken a second time by this call.
-      const snapshot: { queue: Queue; ids: string[] }[] = [];
-      let room = MOST_IN_A_RETRY_ALL;
+      const snapshot: [Queue, string][] = [];
       for (const queue of await queues()) {
+        const room = MOST_IN_A_RETRY_ALL - snapshot.length;
         if (room === 0) break;
-        const ids = await queue.getRanges(['failed'], 0, room - 1, true);
-        snapshot.push({ queue, ids });
-        room -= ids.length;
+        for (const id of await queue.getRanges(['failed'], 0, room - 1, true)) {
+          snapshot.push([queue, id]);
+        }
       }
       let retried = 0;
-      for (const { queue, ids } of snapshot) {
-        for (let start = 0; start < ids.length; start += RETRY_PAGE) {
-          const done = await Promise.all(
-            ids.slice(start, start + RETRY_PAGE).map(async (id) => {
-              const job = await queue.getJob(id);
-              return job ? retryAfresh(job) : false;
-            }),
-          );
-          retried += done.filter(Boolean).length;
-        }
+      for (let start = 0; start < snapshot.length; start += RETRY_PAGE) {
+        const done = await Promise.all(
+          snapshot.slice(start, start + RETRY_PAGE).map(async ([queue, id]) => {
+            const job = await queue.getJob(id);
+            return job ? retryAfresh(job) : false;
+          }),
+        );
+        retried += done.filter(Boolean).length;
       }
       return retried;
     },

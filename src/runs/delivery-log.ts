@@ -93,10 +93,7 @@ export interface DeliveryLog {
 export const MAX_OFFSET = 100_000;
 /** How many not yet routed deliveries the `waiting` filter reads, newest first. */
 export const WAITING_SHOWN = 200;
-/**
- * How many quarantine entries a search of the quarantine looks through: their summaries and the
- * first kilobyte of each body (quarantine.ts), never whole bodies.
- */
+/** How many quarantine entries a search looks through (never whole bodies: quarantine.search). */
 const QUARANTINE_SEARCHED = 2_000;
 
 type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';

@@ -85,9 +85,8 @@ export function createRunAgain(options: {
   const { reader, markers } = options;
 
   async function runAgain(run: Awaited<ReturnType<RunReader['find']>>): Promise<RunAgainStatus> {
-    if (!run || run.state === 'unknown') return 'not found';
-    if (!run.canRunAgain) return 'not completed';
-    const job = await reader.jobOf(run);
+    // startAfresh checks the job's state, as it is now rather than when the run was read.
+    const job = run && (await reader.jobOf(run));
     if (!job) return 'not found';
     return (await startAfresh(job, 'completed', markers)) ? 'queued' : 'not completed';
   }
@@ -95,9 +94,7 @@ export function createRunAgain(options: {
   return {
     run: async (deliveryKey, handler) => runAgain(await reader.find(deliveryKey, handler)),
     async all(deliveryKey) {
-      const deliveryJob = await reader.deliveryJob(deliveryKey);
-      if (!deliveryJob) return [];
-      const runs = await reader.runsOf(deliveryJob);
+      const runs = await reader.runsOfKey(deliveryKey);
       return Promise.all(
         runs.map(async (run) => ({ handler: run.handler, status: await runAgain(run) })),
       );

@@ -11,12 +11,6 @@ import type { RedisConnection } from '../queue/redis.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { readRoster } from './handler-roster.js';
 
-/**
- * The name a delivery's routing has wherever runs are listed by handler (the history, the dead
- * letter, bulk actions): no handler may take it (defineHandler refuses it).
- */
-export { ROUTING } from '../history/delivery-history.js';
-
 /** A handler's name (defineHandler): it names a queue too, and BullMQ refuses `:` there. */
 export const HANDLER_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 

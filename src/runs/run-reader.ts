@@ -57,8 +57,8 @@ export interface RunReader {
    * (`unknown` for runs gone too), and any added since that are kept.
    */
   runsOfRouting(deliveryJobId: string, handlers: readonly string[]): Promise<RunView[]>;
-  /** The job of the delivery with this key, while the delivery is remembered and its job kept. */
-  deliveryJob(deliveryKey: string): Promise<Job<Delivery> | undefined>;
+  /** The runs of the delivery with this key, while it is remembered and its job kept. */
+  runsOfKey(deliveryKey: string): Promise<RunView[]>;
   /** One handler's run of the delivery with this key, once it is routed. */
   find(deliveryKey: string, handler: string): Promise<RunView | undefined>;
   /** The job of a run, for the operators' actions. */
@@ -116,18 +116,12 @@ export function createRunReader(
       return routing ? runsOfJob(deliveryJob.id!, routing.handlers) : [];
     },
     runsOfRouting: runsOfJob,
-    deliveryJob: (deliveryKey) => findDelivery(deliveries, deliveryKey),
-    async find(deliveryKey, handler) {
+    async runsOfKey(deliveryKey) {
       const deliveryJob = await findDelivery(deliveries, deliveryKey);
-      const routing = deliveryJob?.returnvalue as RoutingResult | null | undefined;
-      if (!deliveryJob || !routing) return undefined;
-      const runId = runJobId(deliveryJob.id!, handler);
-      if (routing.handlers.includes(handler)) return view(handler, runId);
-      // Not routing's: a run an operator added since, while it is kept.
-      if (!(await runQueues.handlers()).includes(handler)) return undefined;
-      const job = await runQueues.of(handler).getJob(runId);
-      return job ? view(handler, runId, job) : undefined;
+      return deliveryJob ? reader.runsOf(deliveryJob) : [];
     },
+    find: async (deliveryKey, handler) =>
+      (await reader.runsOfKey(deliveryKey)).find((run) => run.handler === handler),
     jobOf: async ({ runId, handler }) => runQueues.of(handler).getJob(runId),
   };
   return reader;

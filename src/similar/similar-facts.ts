@@ -9,11 +9,13 @@ export interface SimilarWindow {
   readonly withinMs: number;
 }
 
-/** An earlier delivery of the same project, scored against this one (0 to 1). */
+/**
+ * An earlier delivery of the same project, scored against this one (0 to 1). Its title is not
+ * here: grouping keeps none (the delivery history has it, and the console reads it there).
+ */
 export interface SimilarMatchFact {
   readonly key: string;
   readonly recordId: string;
-  readonly title: string;
   readonly score: number;
 }
 
@@ -32,4 +34,14 @@ export interface SimilarFacts {
    * true: for each window, exactly one delivery of a group per crossing sees it here.
    */
   readonly crossed: readonly SimilarWindow[];
+}
+
+/** A match as the console shows it: with its title, from the delivery history ('' once gone). */
+export interface ShownSimilarMatch extends SimilarMatchFact {
+  readonly title: string;
+}
+
+/** A delivery's facts as the console shows them (its JSON API's `similar`): matches with titles. */
+export interface ShownSimilarFacts extends Omit<SimilarFacts, 'matches'> {
+  readonly matches: readonly ShownSimilarMatch[];
 }

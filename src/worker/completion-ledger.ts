@@ -206,10 +206,9 @@ export function createCompletionLedger({
 
   /**
    * Writes the markers not written yet on this connection, in one pipeline; with ACK_REPLICAS,
-   * waits for replicas once, and forgets the successes they confirmed.
+   * waits for replicas once, and forgets the successes they confirmed. Its callers prune first.
    */
   const writeMarkers = async () => {
-    prune();
     const now = clock();
     const toWrite: [string, Held][] = [];
     for (const [key, success] of held) {
@@ -340,9 +339,7 @@ export function createCompletionLedger({
       // shutdown) may never be: its marker says so to the worker that takes the job next.
       toBeWritten();
       prune();
-      if (held.size > 0) {
-        await settlesWithin(writeMarkers(), CLOSE_WITHIN_MS);
-      }
+      await settlesWithin(writeMarkers(), CLOSE_WITHIN_MS);
       if (held.size > 0) {
         const keys = [...held.keys()];
         logger.error(

@@ -83,9 +83,7 @@ export interface Runs {
   run(job: Job<HandlerRunData>, token?: string): Promise<unknown>;
   /** The backoff strategy of the handlers' workers: the delay the retry decision chose. */
   backoff(attemptsMade: number, type?: string, error?: Error, job?: MinimalJob): number;
-  /** From now on, an attempt whose signal fires is interrupted, not failed. */
-  shutDown(): void;
-  /** Fires the signal of every attempt in flight. Returns how many there were. */
+  /** At shutdown: fires each attempt's signal (it is interrupted, not failed). Returns how many. */
   abortAll(reason: Error): number;
   /** The ids of the runs whose attempt is in flight. */
   inFlight(): string[];
@@ -111,7 +109,6 @@ export function createRuns(options: RunsOptions): Runs {
   const { handlers, runQueues, completions, history, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const inFlight = new Map<RunContext, string>();
-  let shuttingDown = false;
 
   const route = async (job: Job<unknown>): Promise<RoutingResult> => {
     const check = readDelivery(job.data);
@@ -262,7 +259,7 @@ export function createRuns(options: RunsOptions): Runs {
     try {
       return { ok: true, result: await handler.handle(context) };
     } catch (error) {
-      return { ok: false, error, interrupted: shuttingDown && RunContext.aborted(context) };
+      return { ok: false, error, interrupted: RunContext.aborted(context) };
     } finally {
       inFlight.delete(context);
     }
@@ -278,9 +275,6 @@ export function createRuns(options: RunsOptions): Runs {
       // handler's own backoff, or a second if the handler is gone.
       const handler = job === undefined ? undefined : byName.get(job.name);
       return handler ? retryDelayMs(handler.backoff, attemptsMade) : 1_000;
-    },
-    shutDown() {
-      shuttingDown = true;
     },
     abortAll(reason) {
       for (const context of inFlight.keys()) RunContext.abort(context, reason);

@@ -14,7 +14,6 @@ import type { Metrics } from '../metrics.js';
 import { DELIVERIES_QUEUE, type JobRetention } from '../queue/deliveries-queue.js';
 import {
   createRunQueues,
-  ROUTING,
   runQueueName,
   successKeyOf,
   type HandlerRunData,
@@ -31,6 +30,7 @@ import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
+import { ROUTING } from '../history/delivery-history.js';
 import { createHistoryWriter } from '../history/history-writer.js';
 import { announceHandlers, readRoster, type RosterEntry } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
@@ -217,10 +217,11 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
    * retried has no finish time. A routing that failed has no handlers: its entry says `routing`.
    * BullMQ emits `failed` for a job that stalled too often as well, once a worker takes it next.
    */
-  const failedForGood = (job: Job, data: unknown, handler: string) => {
-    const read = readDelivery(data);
+  const failedForGood = (job: Job, handler: string) => {
+    const routing = handler === ROUTING;
+    const read = readDelivery(routing ? job.data : (job.data as Partial<HandlerRunData>).delivery);
     if (!job.finishedOn || !read.ok) return;
-    if (handler === ROUTING) history.routed(read.delivery, job.id!, []);
+    if (routing) history.routed(read.delivery, job.id!, []);
     history.finished(read.delivery, handler, {
       state: 'failed',
       at: new Date(job.finishedOn).toISOString(),
@@ -232,7 +233,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const deliveriesWorker = startWorker((own) =>
     new Worker(DELIVERIES_QUEUE, runs.route, withTelemetry({ ...workerOptions, connection: own }))
       .on('error', onError)
-      .on('failed', (job) => job && failedForGood(job, job.data, ROUTING)),
+      .on('failed', (job) => job && failedForGood(job, ROUTING)),
   );
   const handlerWorkers = handlers.map(({ name }) =>
     startWorker((own) =>
@@ -251,11 +252,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
           const successKey = successKeyOf(job);
           if (successKey) completions.confirmed(successKey, job.id!);
         })
-        .on(
-          'failed',
-          (job) =>
-            job && failedForGood(job, (job.data as Partial<HandlerRunData>).delivery, job.name),
-        ),
+        .on('failed', (job) => job && failedForGood(job, job.name)),
     ),
   );
   const workers = [deliveriesWorker, ...handlerWorkers];
@@ -274,7 +271,6 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
       clearInterval(announcing);
-      runs.shutDown();
       const graceful = Promise.all(
         workers.map(({ worker, own }) => worker.close().then(() => closeConnection(own))),
       );

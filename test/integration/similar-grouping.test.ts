@@ -11,6 +11,7 @@ import {
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
+import { MOST_POSTINGS_PER_TERM } from '../../src/similar/similarity-index.js';
 import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
 import { keyOfRecord } from '../../src/webhooks/delivery.js';
 import type { SimilarFacts, SimilarWindow } from '../../src/similar/similar-facts.js';
@@ -80,6 +81,21 @@ function directGrouping(options: Partial<Parameters<typeof createSimilarGrouping
     logger: createLogger({ level: 'silent' }),
     ...options,
   });
+}
+
+/** What the console reads and detaches, on the test's connection. */
+function consoleGroups() {
+  return createSimilarGroups({ connection: env.connection, prefix: env.prefix, ttlSeconds: 3600 });
+}
+
+/** A delivery of a record of its own words, received now. */
+function reported(id: string, title: string, description: string, project = PROJECT): Delivery {
+  return {
+    key: keyOfRecord(id),
+    event: 'feedback.created',
+    receivedAt: new Date().toISOString(),
+    record: { id, project_id: project, title, description },
+  };
 }
 
 describe('grouping similar feedback in routing', () => {
@@ -152,11 +168,7 @@ describe('grouping similar feedback in routing', () => {
     const deliveries: Delivery[] = [];
     for (let n = 0; n < 3; n += 1) deliveries.push(await env.deliver(checkoutReport(n)));
     await env.completedRuns(3);
-    const groups = createSimilarGroups({
-      connection: env.connection,
-      prefix: env.prefix,
-      ttlSeconds: 3600,
-    });
+    const groups = consoleGroups();
     const third = deliveries[2]!;
     const before = (await groups.ofDelivery(third.key))!;
     expect(before.group.size).toBe(3);
@@ -184,6 +196,141 @@ describe('grouping similar feedback in routing', () => {
     expect(await groups.detach(deliveries[0]!.key)).toBe('detached');
     expect((await groups.get(before.group.id))!.size).toBe(1);
     expect((await groups.ofDelivery(deliveries[0]!.key))!.group.id).toBe(`${before.group.id}.d`);
+  });
+
+  it('takes a first delivery out again of the group that others joined since its detach', async () => {
+    const grouping = directGrouping();
+    const groups = consoleGroups();
+    const grey = 'When I click pay on the checkout page nothing happens and the button stays grey';
+    const title = 'Pay button stays grey at checkout';
+    const copyOfA = (id: string) => reported(id, title, `${grey}.`);
+    const a = copyOfA('fb_a');
+    const first = await grouping.group(a);
+    expect((await grouping.group(reported('fb_b', title, `${grey} on my phone.`))).group.size).toBe(
+      2,
+    );
+    expect(await groups.detach(a.key, PROJECT)).toBe('detached');
+    // Each time, a copy of A joins it in its group, and the operator takes A out again.
+    for (const [n, group] of [
+      [1, `${first.group.id}.d`],
+      [2, `${first.group.id}.d2`],
+      [3, `${first.group.id}.d3`],
+    ] as const) {
+      const copy = await grouping.group(copyOfA(`fb_a${n}`));
+      expect(copy.group).toMatchObject({ id: group, size: 2, first: { key: a.key } });
+      expect(await groups.detach(a.key, PROJECT)).toBe('detached');
+      expect((await groups.ofDelivery(a.key, PROJECT))!.group).toMatchObject({
+        id: `${first.group.id}.d${n + 1}`,
+        size: 1,
+      });
+      expect((await groups.get(group))!.deliveries.map((delivery) => delivery.recordId)).toEqual([
+        `fb_a${n}`,
+      ]);
+    }
+    expect((await groups.get(`${first.group.id}.d4`))!.first.key).toBe(a.key);
+    expect(await groups.detach(a.key, PROJECT)).toBe('alone');
+  });
+
+  it('groups a delivery after a detach by the groups as they are now, on every worker', async () => {
+    const [one, two] = [directGrouping(), directGrouping()];
+    const groups = consoleGroups();
+    const delivery = (project: string, id: string, title: string, description: string) =>
+      reported(`${project}_${id}`, title, description, project);
+    const grey = 'When I click pay on the checkout page nothing happens and the button stays grey';
+    // In each project, worker one groups A and B (copies); the operator takes B out; then C,
+    // which each of them matches a little (0.47), is routed by worker one, which had B in A's
+    // group, or by worker two, which never saw them. Two groups match C alike: it joins none.
+    for (const [project, router] of [
+      ['prj_one', one],
+      ['prj_two', two],
+    ] as const) {
+      await one.group(delivery(project, 'a', 'Pay button stays grey at checkout', `${grey}.`));
+      const b = delivery(project, 'b', 'Pay button stays grey at checkout', `${grey}!`);
+      expect((await one.group(b)).group.size).toBe(2);
+      expect(await groups.detach(b.key, project)).toBe('detached');
+      const c = delivery(
+        project,
+        'c',
+        'Pay button slow at checkout',
+        'When I click pay the checkout page takes ages before anything happens.',
+      );
+      const facts = await router.group(c);
+      expect(facts.matches.map((match) => match.score)).toEqual(
+        [0.47, 0.47].map((score) => expect.closeTo(score, 2)),
+      );
+      expect(facts.group, project).toMatchObject({ size: 1, first: { key: c.key } });
+    }
+  });
+
+  it('keeps in its index the group a delivery joined when its best match was detached meanwhile', async () => {
+    const connection = workerConnection();
+    // 0.5, so that C joins with two members' evidence only (below).
+    const grouping = directGrouping({ connection, threshold: 0.5 });
+    const groups = consoleGroups();
+    // The operator's detach, run between a batch's "enter" and its "join" (similar-grouping.ts).
+    const scripted = connection as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const join = scripted.similarJoin!.bind(connection);
+    let beforeJoin: (() => Promise<unknown>) | undefined;
+    scripted.similarJoin = async (...args: unknown[]) => {
+      await beforeJoin?.();
+      beforeJoin = undefined;
+      return join(...args);
+    };
+    const grey = 'When I click pay on the checkout page nothing happens and the button stays grey';
+    const title = 'Pay button stays grey at checkout';
+    await grouping.group(reported('fb_a', title, `${grey}.`));
+    const b = reported('fb_b', title, `${grey} on my phone.`);
+    expect((await grouping.group(b)).group.size).toBe(2);
+    // X, B's copy, chosen for A's group through B, which the operator takes out before X joins:
+    // X joins B in its own group.
+    beforeJoin = () => groups.detach(b.key, PROJECT);
+    const x = await grouping.group(reported('fb_x', title, `${grey} on my phone!`));
+    expect(x.group).toMatchObject({ size: 2, first: { key: b.key } });
+    // C matches B and X best (0.49 each), A less (0.41): B's group, with two members, is the
+    // one it joins, as every worker reads the groups. With X in A's group (as the worker chose
+    // it), A's group had the most evidence, and not enough: C would start a group of its own.
+    const c = await grouping.group(
+      reported(
+        'fb_c',
+        'Pay button slow at checkout on my phone',
+        'When I click pay the checkout page takes ages before anything happens.',
+      ),
+    );
+    expect(c.matches.map((match) => [match.recordId, Math.round(match.score * 100)])).toEqual([
+      ['fb_b', 49],
+      ['fb_x', 49],
+      ['fb_a', 41],
+    ]);
+    expect(c.group).toMatchObject({ id: x.group.id, size: 3 });
+  });
+
+  it('learns of more detaches than one catch-up reads', async () => {
+    // 0.6: a copy joins a group of copies, not one of ten groups of one copy each.
+    const grouping = directGrouping({ threshold: 0.6 });
+    const groups = consoleGroups();
+    const copy = (n: number): Delivery => ({
+      key: keyOfRecord(`fb_copy_${n}`),
+      event: 'feedback.created',
+      receivedAt: new Date().toISOString(),
+      record: { ...checkoutReport(0), id: `fb_copy_${n}` },
+    });
+    const copies = Array.from({ length: 511 }, (_, n) => copy(n));
+    const facts = await Promise.all(copies.map((delivery) => grouping.group(delivery)));
+    expect(new Set(facts.map((fact) => fact.group.id)).size).toBe(1);
+    // A new copy's best matches: the oldest of the copies whose postings a query reads (the
+    // newest MOST_POSTINGS_PER_TERM; ties go to the earlier entry). All but the first copy are
+    // taken out, those ten last: past the 500 detaches one "enter" reads.
+    const best = copies.slice(-MOST_POSTINGS_PER_TERM).slice(0, 10);
+    const others = copies.slice(1).filter((delivery) => !best.includes(delivery));
+    for (const delivery of [...others, ...best]) {
+      expect(await groups.detach(delivery.key, PROJECT)).toBe('detached');
+    }
+    // Its ten best matches are ten groups alike: it joins none.
+    const last = await grouping.group(copy(511));
+    expect(last.matches.map((match) => match.recordId)).toEqual(
+      best.map((delivery) => delivery.record.id),
+    );
+    expect(last.group).toMatchObject({ size: 1, first: { key: copy(511).key } });
   });
 
   it('writes no grouping key and gives no ctx.similar with SIMILAR=off', async () => {

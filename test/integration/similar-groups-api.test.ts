@@ -87,6 +87,11 @@ describe('the groups API', () => {
       'fb_pay_1',
       'fb_pay_0',
     ]);
+    // Titles from the delivery history: grouping keeps none.
+    expect(body.deliveries.map((d: { title: string }) => d.title)).toEqual(
+      Array(3).fill('Pay button stays grey at checkout'),
+    );
+    expect(body.first.title).toBe('Pay button stays grey at checkout');
     expect((await get('/admin/api/groups/bm8.bm8').expect(404)).body).toMatchObject({
       code: 'NOT_FOUND',
     });
@@ -107,6 +112,10 @@ describe('the groups API', () => {
     expect(body.similar.matches.map((m: { recordId: string }) => m.recordId)).toEqual([
       'fb_pay_0',
       'fb_pay_1',
+    ]);
+    expect(body.similar.matches.map((m: { title: string }) => m.title)).toEqual([
+      'Pay button stays grey at checkout',
+      'Pay button stays grey at checkout',
     ]);
     expect(body.similar.matches[0].score).toBeGreaterThan(DEFAULT_SIMILAR_THRESHOLD);
     expect(body.similar.matches[0].score).toBeLessThanOrEqual(1);

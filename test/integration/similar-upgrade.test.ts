@@ -4,12 +4,14 @@
  * is matched as before, whether the index reads it in a catch-up or is built again from it; a
  * grouping line that keeps the arrival time itself (not ms before its entry id) and its first in
  * full, under the delivery's key (not its line field), with its key as its group's member, is
- * found and read as before; a delivery that entered before and had not joined joins once.
+ * found and read as before; an entry's title ('t', which entries no longer keep) is still shown;
+ * a delivery that entered before and had not joined joins once.
  */
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
 import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
 import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
 import { groupIdOf, groupMembersKey, projectKeys } from '../../src/grouping/similar-keys.js';
+import { encodeEntry, encodeGroup } from '../../src/grouping/stored-grouping.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
 import type { CompactDocument } from '../../src/similar/compact-document.js';
@@ -128,16 +130,31 @@ it('matches and joins a delivery whose entry an earlier version wrote (document 
     prefix: env.prefix,
     ttlSeconds: 24 * 3600,
   });
+  // Its title is the entry's own ('t'); the deliveries after it have none in the stream, and no
+  // history here (as once their history entries are gone): an empty title.
   expect((await reader.get(groupIdOf(PROJECT, old)))!.first).toMatchObject({
     key: keyOfRecord('fb_pay_0'),
+    title: 'Pay button stays grey at checkout',
     at: arrived,
   });
+  expect((await reader.list({ sinceMs: arrived - 1 }))[0]!.first.title).toBe(
+    'Pay button stays grey at checkout',
+  );
+  expect((await reader.ofDelivery(keyOfRecord('fb_pay_2'), PROJECT))!.matches).toEqual([
+    expect.objectContaining({ recordId: 'fb_pay_0', title: 'Pay button stays grey at checkout' }),
+    expect.objectContaining({ recordId: 'fb_pay_1', title: '' }),
+  ]);
   expect((await reader.asRouted(keyOfRecord('fb_pay_0'), PROJECT))!.group.first).toEqual({
     key: keyOfRecord('fb_pay_0'),
     recordId: 'fb_pay_0',
   });
-  expect((await reader.get(groupIdOf(PROJECT, old)))!.deliveries.map((d) => d.key)).toEqual(
-    ['fb_pay_2', 'fb_pay_1', 'fb_pay_0'].map(keyOfRecord),
+  expect((await reader.get(groupIdOf(PROJECT, old)))!.deliveries).toEqual(
+    ['fb_pay_2', 'fb_pay_1', 'fb_pay_0'].map((id) =>
+      expect.objectContaining({
+        key: keyOfRecord(id),
+        title: id === 'fb_pay_0' ? 'Pay button stays grey at checkout' : '',
+      }),
+    ),
   );
   expect((await reader.ofDelivery(keyOfRecord('fb_pay_0')))!.group.size).toBe(3);
 
@@ -145,6 +162,13 @@ it('matches and joins a delivery whose entry an earlier version wrote (document 
   const entries = await env.connection.xlen(keys.docs);
   expect((await worker.group(delivery(checkout(0)))).group.id).toBe(groupIdOf(PROJECT, old));
   expect(await env.connection.xlen(keys.docs)).toBe(entries);
+
+  // Taken out of its group, its old line is written again as this version writes lines.
+  expect(await reader.detach(keyOfRecord('fb_pay_0'), PROJECT)).toBe('detached');
+  const detached = await reader.ofDelivery(keyOfRecord('fb_pay_0'), PROJECT);
+  expect(detached!.group).toMatchObject({ id: groupIdOf(PROJECT, `${old}.d`), size: 1 });
+  expect((await reader.get(groupIdOf(PROJECT, `${old}.d`)))!.first.at).toBe(arrived);
+  expect((await reader.ofDelivery(keyOfRecord('fb_pay_2'), PROJECT))!.group.size).toBe(2);
 });
 
 it('joins once a delivery that entered before this version and had not joined', async () => {
@@ -165,5 +189,8 @@ it('joins once a delivery that entered before this version and had not joined', 
   expect(facts.group).toMatchObject({ id: groupIdOf(PROJECT, old), size: 2 });
   expect(await env.connection.xlen(keys.docs)).toBe(2);
   expect(await env.connection.hexists(keys.of, keyOfRecord(record.id))).toBe(0);
-  expect(await env.connection.hget(keys.of, record.id)).toMatch(new RegExp(`^${id}\\|`));
+  // Its entry id as this version writes it (stored-grouping.ts), the group relative to it.
+  expect(await env.connection.hget(keys.of, record.id)).toMatch(
+    new RegExp(`^${encodeEntry(id)}\\|${encodeGroup(id, old)}\\|2\\|`),
+  );
 });

@@ -9,7 +9,7 @@ import type {
   SimilarGroupDetail,
   SimilarGroupSummary,
 } from '../../grouping/similar-groups.js';
-import type { SimilarFacts } from '../../similar/similar-facts.js';
+import type { ShownSimilarFacts } from '../../similar/similar-facts.js';
 import { html, type Html } from './html.js';
 import { CONSOLE_PATH, layout, time } from './pages.js';
 import { plural } from './plural.js';
@@ -26,7 +26,7 @@ export const GROUPS_PATH = `${CONSOLE_PATH}/groups`;
 /** What the delivery page's "Similar" section shows: the facts, or that grouping is off. */
 export type SimilarSection =
   | { readonly grouping: 'off' }
-  | { readonly grouping: 'on'; readonly facts: SimilarFacts | undefined };
+  | { readonly grouping: 'on'; readonly facts: ShownSimilarFacts | undefined };
 
 export function groupsPage(
   groups: readonly SimilarGroupSummary[],

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  firstEntryOf,
   groupIdOf,
   keyOfLineField,
   lineField,
@@ -13,23 +14,36 @@ describe('grouping keys and group ids', () => {
       ['prj_shop', '1764150000000-0'],
       ['', '1764150000000-12'],
       ['{tag}', '1764150000000-3.d'],
+      ['prj_shop', '1764150000000-3.d2'],
+      ['prj_shop', '1764150000000-3.d10'],
       ['ключ/🙈 :.', '0-1'],
     ] as const) {
       const id = groupIdOf(project, group);
-      expect(id).toMatch(/^[A-Za-z0-9_-]*\.[0-9-]+(\.d)?$/);
+      expect(id).toMatch(/^[A-Za-z0-9_-]*\.[0-9-]+(\.d\d*)?$/);
       expect(readGroupId(id)).toEqual({ project, group });
     }
   });
 
   it('reads no group from an id of none', () => {
-    for (const id of ['', 'abc', 'a.b.c', 'a b.c', '../x', 'a.1-0.e', 'a.1-0.d.d', 'a.b-0']) {
+    for (const id of [
+      ...['', 'abc', 'a.b.c', 'a b.c', '../x', 'a.1-0.e', 'a.1-0.d.d', 'a.b-0'],
+      // A group detached again is .d2, .d3, ...: never .d1, .d0 or a leading zero.
+      ...['a.1-0.d1', 'a.1-0.d0', 'a.1-0.d02', 'a.1-0.d-2'],
+    ]) {
       expect(readGroupId(id)).toBeUndefined();
     }
   });
 
+  it("finds a group's first entry in its id, detached or not", () => {
+    for (const group of ['1-0', '1-0.d', '1-0.d2', '1-0.d12'])
+      expect(firstEntryOf(group)).toBe('1-0');
+  });
+
   it('puts every key of a project under one hash tag, braces in its id kept out of it', () => {
     const keys = projectKeys('fr', 'p{1}');
-    const tags = [keys.docs, keys.of, keys.groups].map((key) => /\{([^}]*)\}/.exec(key)![1]);
+    const tags = [keys.docs, keys.of, keys.groups, keys.detaches].map(
+      (key) => /\{([^}]*)\}/.exec(key)![1],
+    );
     expect(new Set(tags).size).toBe(1);
     expect(tags[0]).not.toContain('{');
   });

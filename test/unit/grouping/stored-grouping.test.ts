@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   encodeArrival,
+  encodeEntry,
   encodeFirst,
+  encodeGroup,
   encodeMatches,
   readStored,
   type StoredGrouping,
@@ -10,8 +12,8 @@ import {
 /** What the join script writes (similar-join.lua), from its parts. */
 function stored(grouping: StoredGrouping): string {
   return [
-    grouping.e,
-    grouping.g,
+    encodeEntry(grouping.e),
+    encodeGroup(grouping.e, grouping.g),
     grouping.s,
     encodeArrival(grouping.e, grouping.t),
     grouping.c.map(([atLeast, within]) => `${atLeast}:${within}`).join(','),
@@ -52,6 +54,31 @@ describe('a stored grouping', () => {
     for (const grouping of groupings) {
       expect(readStored(stored(grouping), 'any key')).toEqual(grouping);
     }
+  });
+
+  it('keeps the entry id in base 36 and the group relative to it, and reads the full form before', () => {
+    expect(encodeEntry('1764150000000-0')).toBe('miftczuo');
+    expect(encodeEntry('1764150000000-37')).toBe('miftczuo.11');
+    expect(encodeGroup('1764150000000-37', '1764150000000-37')).toBe('');
+    expect(encodeGroup('1764150000000-37', '1764149999000-0')).toBe('rs');
+    expect(encodeGroup('1764150000000-37', '1764146400000-2.d')).toBe('255s0.2_d');
+    expect(encodeGroup('1764150000000-0', '1764150000000-0.d')).toBe('0_d');
+    expect(encodeGroup('1764150000000-0', '1764149999000-0.d12')).toBe('rs_d12');
+    // Never so (a group's first entered before), but read back all the same.
+    expect(encodeGroup('1764150000000-0', '1764150000010-0')).toBe('-a');
+    const line = (entry: string, group: string) => `${entry}|${group}|2|0|||4:fb_1`;
+    for (const [entry, group] of [
+      ['miftczuo.11', '255s0.2_d'],
+      ['1764150000000-37', '1764146400000-2.d'],
+    ] as const) {
+      expect(readStored(line(entry, group), 'feedback.created:fb_2')).toMatchObject({
+        e: '1764150000000-37',
+        g: '1764146400000-2.d',
+      });
+    }
+    expect(readStored(line('miftczuo', '-a'), 'x')!.g).toBe('1764150000010-0');
+    expect(readStored(line('miftczuo', ''), 'x')!.g).toBe('1764150000000-0');
+    expect(readStored(line('miftczuo', 'rs_d12'), 'x')!.g).toBe('1764149999000-0.d12');
   });
 
   it('reads an empty group as the entry id (a delivery that started its group)', () => {

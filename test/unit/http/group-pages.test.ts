@@ -10,7 +10,7 @@ import {
   groupsPage,
   similarSection,
 } from '../../../src/http/console/group-pages.js';
-import type { SimilarFacts } from '../../../src/similar/similar-facts.js';
+import type { ShownSimilarFacts } from '../../../src/similar/similar-facts.js';
 
 const SCRIPT = '<script>window.pwned=1</script><img src=x onerror="alert(1)">';
 const HOSTILE_TITLES = [
@@ -94,7 +94,7 @@ describe('a group’s page', () => {
 });
 
 describe('a delivery’s Similar section', () => {
-  const facts: SimilarFacts = {
+  const facts: ShownSimilarFacts = {
     group: {
       id: 'prj_shop.g1',
       size: 4,
