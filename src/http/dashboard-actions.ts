@@ -9,10 +9,13 @@
  * - Promote, "release" of a rate limit, and a changed delay or priority skip a run's backoff or
  *   the API's rate-limit wait;
  * - Retry of a completed run skips what the console's "run again" does (it starts afresh);
- * - adding a job or replacing its data forges a delivery (see admin-dashboard.ts).
+ * - adding a job or replacing its data forges a delivery (see admin-dashboard.ts);
+ * - a global rate limit would not be the one asked for: the handlers' workers have a limiter
+ *   (RUNS_LIMITER, for the API's rate-limit waits), and BullMQ counts a global limit's jobs over
+ *   the worker limiter's duration, a second, not over its own (1 a minute became 1 a second).
  *
- * Taken: pause and resume (all queues, or one handler's), a handler's global concurrency and
- * rate limit, and retrying failed runs (one, or all of a queue's).
+ * Taken: pause and resume (all queues, or one handler's), a handler's global concurrency, and
+ * retrying failed runs (one, or all of a queue's).
  */
 import type { Queue } from 'bullmq';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
@@ -37,7 +40,6 @@ export function allowListedActions(runQueues: () => Promise<readonly Queue[]>): 
   router.put(`${DASHBOARD_API}/:queueName/pause`, take);
   router.put(`${DASHBOARD_API}/:queueName/resume`, take);
   router.put(`${DASHBOARD_API}/:queueName/concurrency`, take);
-  router.put(`${DASHBOARD_API}/:queueName/rate-limit`, take);
   router.put(`${DASHBOARD_API}/:queueName/retry/failed`, take);
   router.put(`${DASHBOARD_API}/:queueName/:jobId/retry`, async (req, res, next) => {
     const queue = (await runQueues()).find((candidate) => candidate.name === req.params.queueName);
@@ -54,7 +56,7 @@ export function allowListedActions(runQueues: () => Promise<readonly Queue[]>): 
     if (SAFE_METHODS.has(req.method)) return next('router');
     refuse(
       res,
-      'The dashboard takes pause, resume, concurrency, rate limit and retrying failed runs only: the rest could drop an acknowledged delivery or skip a run’s wait.',
+      'The dashboard takes pause, resume, concurrency and retrying failed runs only: the rest could drop an acknowledged delivery or skip a run’s wait, and BullMQ would count a global rate limit over a second, whatever its duration.',
     );
   });
   return router;

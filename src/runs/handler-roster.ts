@@ -1,14 +1,18 @@
 /**
- * The handlers workers have: each worker writes its own at start (name and attempts), so the
- * console can offer them by name and a backfill can give a new run the attempts its handler has.
- * A handler is offered for OFFERED_FOR_SECONDS after the last worker that has it started; its run
- * queue is listed (the dead letter, the reader) as long as its failed runs may be kept.
+ * The handlers workers have: each worker writes its own at start and again every few seconds
+ * while it runs (name, attempts and events), so the console can offer them by name, a backfill
+ * can give a new run the attempts its handler has, and a worker routes a delivery to the handlers
+ * other workers have (runtime.ts). A handler is offered for OFFERED_FOR_SECONDS after the last
+ * worker that has it wrote it (started, or stopped); its run queue is listed (the dead letter,
+ * the reader) as long as its failed runs may be kept.
  */
 import type { RedisConnection } from '../queue/redis.js';
 
 export interface RosterEntry {
   readonly name: string;
   readonly attempts: number;
+  /** The events it takes; absent when written by a release that did not say. */
+  readonly events?: readonly string[];
 }
 
 /** A handler no worker has started with for a week is no longer offered. */
@@ -25,7 +29,10 @@ export async function announceHandlers(
 ): Promise<void> {
   if (handlers.length === 0) return;
   const at = Date.now();
-  const fields = handlers.flatMap(({ name, attempts }) => [name, JSON.stringify({ attempts, at })]);
+  const fields = handlers.flatMap(({ name, attempts, events }) => [
+    name,
+    JSON.stringify({ attempts, events, at }),
+  ]);
   await connection
     .multi()
     .hset(rosterKey(prefix), ...fields)
@@ -36,18 +43,32 @@ export async function announceHandlers(
 export async function readRoster(
   connection: RedisConnection,
   prefix: string,
-  /** Also the handlers no longer offered, whose queues may still hold failed runs. */
-  { includeRetired = false }: { includeRetired?: boolean } = {},
+  {
+    includeRetired = false,
+    writtenWithinMs,
+  }: {
+    /** Also the handlers no longer offered, whose queues may still hold failed runs. */
+    includeRetired?: boolean;
+    /** Only the handlers a worker wrote this recently: the ones running workers have. */
+    writtenWithinMs?: number;
+  } = {},
 ): Promise<RosterEntry[]> {
-  const within = (includeRetired ? ROSTER_TTL_SECONDS : OFFERED_FOR_SECONDS) * 1000;
+  const within =
+    writtenWithinMs ?? (includeRetired ? ROSTER_TTL_SECONDS : OFFERED_FOR_SECONDS) * 1000;
   const stored = await connection.hgetall(rosterKey(prefix));
   return Object.entries(stored)
-    .flatMap(([name, value]) => {
+    .flatMap(([name, value]): RosterEntry[] => {
       try {
-        const { attempts, at } = JSON.parse(value) as { attempts?: unknown; at?: unknown };
+        const { attempts, events, at } = JSON.parse(value) as {
+          attempts?: unknown;
+          events?: unknown;
+          at?: unknown;
+        };
         // A handler no worker has started with for a while was taken out.
         const recent = typeof at === 'number' && Date.now() - at < within;
-        return typeof attempts === 'number' && recent ? [{ name, attempts }] : [];
+        if (typeof attempts !== 'number' || !recent) return [];
+        const named = Array.isArray(events) && events.every((event) => typeof event === 'string');
+        return [{ name, attempts, ...(named ? { events: events as string[] } : {}) }];
       } catch {
         return [];
       }

@@ -3,7 +3,8 @@
  *
  * 1. Routing (a `deliveries` job) asks each handler of the event whether it wants the record,
  *    adds one job to each taking handler's queue (`runs-<handler>`), and completes. It runs no
- *    handler.
+ *    handler. The handlers only other running workers have (the roster) get a run too: their
+ *    `where()` is asked at the run's first attempt.
  * 2. Every attempt of a run, the first included, is made by `run`, the processor of the workers
  *    of the handlers' queues. What an attempt's outcome means is decided by run-policy.ts and
  *    applied with BullMQ's own moves: return (completed), throw (retry, after the handler's
@@ -39,6 +40,7 @@ import { activeSpan, inSpan, type TraceSpan } from '../tracing/tracer.js';
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
 import type { SimilarGrouping } from '../grouping/similar-grouping.js';
 import type { HistoryWriter } from '../history/history-writer.js';
+import type { RosterEntry } from '../runs/handler-roster.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
@@ -67,6 +69,11 @@ export interface RunsOptions {
     Pick<Metrics, 'handlerRuns' | 'handlerRunDuration' | 'similarDuration'> | undefined;
   /** Groups each routed delivery with similar ones; undefined when SIMILAR=off. */
   readonly similar?: SimilarGrouping | undefined;
+  /**
+   * The handlers other running workers have and this one lacks (the roster): routing adds their
+   * runs too, and their `where()` is asked at the run's first attempt, by a worker that has it.
+   */
+  readonly elsewhere?: () => readonly RosterEntry[];
 }
 
 export interface Runs {
@@ -107,9 +114,12 @@ export function createRuns(options: RunsOptions): Runs {
     const check = readDelivery(job.data);
     if (!check.ok) throw notADelivery(logger, job, check.issues);
     const { delivery } = check;
-    const taking = handlers.filter(
-      (handler) => handler.events.includes(delivery.event) && wants(handler, delivery),
-    );
+    const taking = [
+      ...handlers.filter(
+        (handler) => handler.events.includes(delivery.event) && wants(handler, delivery),
+      ),
+      ...(options.elsewhere?.() ?? []).filter((other) => other.events?.includes(delivery.event)),
+    ];
     // Before the runs are added, so that each carries its facts. A grouping that fails (Redis
     // away) fails the routing job, which BullMQ retries; a routing that runs again is grouped once.
     const grouping = options.similar && performance.now();
@@ -241,7 +251,7 @@ export function createRuns(options: RunsOptions): Runs {
   ): Promise<AttemptResult> => {
     try {
       if (handler.where && !handler.where(delivery.record)) {
-        return { ok: true, result: { skipped: 'where() no longer wants this record' } };
+        return { ok: true, result: { skipped: 'where() does not want this record' } };
       }
     } catch (error) {
       return { ok: false, error: new UnrecoverableError(`where() threw: ${describe(error)}`) };

@@ -32,7 +32,7 @@ import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
 import { ROUTING } from '../history/delivery-history.js';
 import { createHistoryWriter } from '../history/history-writer.js';
-import { announceHandlers } from '../runs/handler-roster.js';
+import { announceHandlers, readRoster, type RosterEntry } from '../runs/handler-roster.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
@@ -69,6 +69,12 @@ export interface WorkerRuntimeOptions {
    * writes no grouping key and runs get no `ctx.similar`. Default: off.
    */
   readonly similar?: SimilarSettings | undefined;
+  /**
+   * How often the worker writes its handlers to the roster again while it runs (a worker up for
+   * longer than the roster remembers keeps its handlers offered and their queues read), and reads
+   * the handlers other workers have, to route deliveries to them too. Default: ANNOUNCE_EVERY_MS.
+   */
+  readonly announceEveryMs?: number;
 }
 
 export interface SimilarSettings {
@@ -95,12 +101,25 @@ export interface WorkerRuntime {
 /** How long handlers get to stop after their signal fired, before they are abandoned. */
 export const ABANDON_AFTER_MS = 5_000;
 
+/** How often a running worker writes its handlers to the roster, and reads the others'. */
+export const ANNOUNCE_EVERY_MS = 5_000;
+
+/**
+ * A handler written to the roster within this many announcements is one a running worker has:
+ * routing adds its runs, here too. Once its last worker has stopped, routing goes on adding them
+ * this long, and they wait in its queue for a worker that has it.
+ */
+const RUNNING_WITHIN_ANNOUNCEMENTS = 6;
+
 /** A job that stalls (its worker died) more often than this fails instead of looping forever. */
 const MAX_STALLED_COUNT = 3;
 
 /**
  * BullMQ obeys a manual rate limit (runs.ts: a 429, or our shared limit) only on a queue with a
- * limiter; this one never limits by itself. Its duration is how long a count of taken jobs lasts.
+ * limiter; this one never limits by itself. Its duration is how long a count of taken jobs lasts,
+ * and BullMQ takes it over a global rate limit's own (`setGlobalRateLimit(1, 60_000)` lets one run
+ * a second through): a worker warns of a global rate limit on its handlers' queues, and the
+ * dashboard does not set one.
  */
 export const RUNS_LIMITER = { max: 1_000_000_000, duration: 1_000 } as const;
 
@@ -135,7 +154,39 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         logger,
       })
     : undefined;
-  const runs = createRuns({ ...options, runQueues, completions, history, similar });
+  // The console offers these by name and finds their queues, a backfill gives a new run the
+  // handler's attempts, and other workers route deliveries to them. Said again while this worker
+  // runs (the roster forgets a handler not written for a while), and before its workers take a
+  // delivery, so that its routing adds runs for the handlers other workers have.
+  const everyMs = options.announceEveryMs ?? ANNOUNCE_EVERY_MS;
+  const roster = handlers.map(({ name, attempts, events }) => ({ name, attempts, events }));
+  let elsewhere: readonly RosterEntry[] = [];
+  const announce = async () => {
+    await announceHandlers(connection, prefix, roster);
+    const running = await readRoster(connection, prefix, {
+      writtenWithinMs: everyMs * RUNNING_WITHIN_ANNOUNCEMENTS,
+    });
+    elsewhere = running.filter(({ name }) => !handlers.some((handler) => handler.name === name));
+  };
+  await announce();
+  // One at a time: while Redis is away, the connection holds one, not one per tick.
+  let announced: Promise<void> | undefined;
+  const announcing = setInterval(() => {
+    announced ??= announce()
+      .catch((error: Error) =>
+        logger.debug({ error: error.message }, 'could not announce the handlers again'),
+      )
+      .finally(() => (announced = undefined));
+  }, everyMs);
+  announcing.unref();
+  const runs = createRuns({
+    ...options,
+    runQueues,
+    completions,
+    history,
+    similar,
+    elsewhere: () => elsewhere,
+  });
 
   const workerOptions = {
     connection,
@@ -206,13 +257,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   );
   const workers = [deliveriesWorker, ...handlerWorkers];
   await Promise.all(workers.map(({ worker }) => worker.waitUntilReady()));
-  // The console offers these by name and finds their queues, and a backfill gives a new run the
-  // handler's attempts.
-  await announceHandlers(
-    connection,
-    prefix,
-    handlers.map(({ name, attempts }) => ({ name, attempts })),
-  );
+  await warnOfGlobalRateLimits(runQueues, handlers, logger);
   logger.info(
     {
       handlers: handlers.map((handler) => handler.name),
@@ -225,6 +270,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   let closing: Promise<void> | undefined;
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
+      clearInterval(announcing);
       const graceful = Promise.all(
         workers.map(({ worker, own }) => worker.close().then(() => closeConnection(own))),
       );
@@ -252,4 +298,20 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   };
 
   return { deliveries, runQueues, close };
+}
+
+/** A global rate limit on a handler's queue is counted over RUNS_LIMITER's duration: say so. */
+async function warnOfGlobalRateLimits(
+  runQueues: RunQueues,
+  handlers: readonly Handler[],
+  logger: Logger,
+): Promise<void> {
+  for (const { name } of handlers) {
+    const limit = await runQueues.of(name).getGlobalRateLimit();
+    if (!limit) continue;
+    logger.warn(
+      { queue: runQueueName(name), ...limit, countedOverMs: RUNS_LIMITER.duration },
+      `a global rate limit is set on this handler's queue: BullMQ counts its ${limit.max} runs over the workers' limiter (${RUNS_LIMITER.duration} ms), not over its ${limit.duration} ms; remove it (Queue.removeGlobalRateLimit) and limit the handler's calls with FEEDBACK_API_RATE_LIMIT`,
+    );
+  }
 }

@@ -48,6 +48,8 @@ export interface TestWorkerEnv {
     ackReplicas?: ReplicaAcks;
     /** Grouping similar feedback (SIMILAR=on with these settings); off when not given. */
     similar?: SimilarSettings;
+    /** How often the worker writes its handlers to the roster again. Default: the runtime's. */
+    announceEveryMs?: number;
   }): Promise<WorkerRuntime>;
   /** Resolves once `count` handler runs have completed (and fails at the deadline). */
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
@@ -146,6 +148,7 @@ export async function createTestWorkerEnv({
       redisUrl: url = redisUrl,
       ackReplicas,
       similar,
+      announceEveryMs,
     }) {
       const connection = createWorkerConnection(url, logger);
       connections.push(connection);
@@ -160,6 +163,7 @@ export async function createTestWorkerEnv({
         ...(lockDurationMs ? { lockDurationMs } : {}),
         ...(ackReplicas ? { ackReplicas } : {}),
         ...(similar ? { similar } : {}),
+        ...(announceEveryMs ? { announceEveryMs } : {}),
       });
       runtimes.push(runtime);
       runQueues ??= runtime.runQueues;

@@ -193,7 +193,7 @@ describe('the dashboard cannot break a promise', () => {
     }
   }
 
-  it('refuses Empty, Clean, Obliterate, Promote, Remove and releasing a rate limit on runs', async () => {
+  it('refuses Empty, Clean, Obliterate, Promote, Remove, setting and releasing a rate limit on runs', async () => {
     const { completed, failed } = await finishedRuns();
     const waiting = await runs.add('waits', {} as HandlerRunData, { delay: 60_000 });
     const queue = `${api}/${HANDLER_RUNS_QUEUE}`;
@@ -204,6 +204,8 @@ describe('the dashboard cannot break a promise', () => {
       `${queue}/obliterate`,
       `${queue}/promote`,
       `${queue}/rate-limit/release`,
+      // BullMQ would count it over the workers' limiter's second, not over its own duration.
+      `${queue}/rate-limit`,
       `${queue}/${String(waiting.id)}/promote`,
       `${queue}/${failed}/clean`,
       `${queue}/${completed}/retry`,

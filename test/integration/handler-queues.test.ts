@@ -6,7 +6,14 @@
 import { RATE_LIMIT_ERROR, type Queue } from 'bullmq';
 import { afterEach, expect, it, vi } from 'vitest';
 import { ApiRateLimitedError } from '../../src/api/api-errors.js';
-import { runJobId, type HandlerRunData } from '../../src/runs/run-queues.js';
+import {
+  createRunQueue,
+  runJobId,
+  runQueueName,
+  type HandlerRunData,
+} from '../../src/runs/run-queues.js';
+import { readRoster } from '../../src/runs/handler-roster.js';
+import { RUNS_LIMITER } from '../../src/worker/runtime.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
@@ -53,8 +60,10 @@ it("keeps an operator's retry of a run waiting while no worker has its handler",
   expect(await env.deadLetter().retry(failed!.id), 'the retry').toBe(true);
   await env.deliver({ id: 'fb_new' });
   await eventually(() => expect(aRan, 'the older worker at work').toContain('fb_new'));
-  expect(await unfinished(older.runQueues.of('b')), "b's run").toEqual({
-    waiting: 1,
+  // Both of b's runs wait: the retried one, and the new delivery's (a worker had b a moment ago,
+  // so routing added it; its where() is asked by the worker that takes it).
+  expect(await unfinished(older.runQueues.of('b')), "b's runs").toEqual({
+    waiting: 2,
     active: 0,
     delayed: 0,
   });
@@ -65,7 +74,7 @@ it("keeps an operator's retry of a run waiting while no worker has its handler",
   await env.startWorker({
     handlers: [a, defineHandler({ name: 'b', handle: ({ record }) => void bRan.push(record.id) })],
   });
-  await eventually(() => expect(bRan).toEqual(['fb_old']));
+  await eventually(() => expect(bRan.sort()).toEqual(['fb_new', 'fb_old']));
 });
 
 it("stops a rate-limited handler's queue: its runs wait there instead of bouncing", async () => {
@@ -115,6 +124,64 @@ it("stops a rate-limited handler's queue: its runs wait there instead of bouncin
     runs.map((job) => job?.attemptsMade),
     'attempts made by each run: the wait spent none',
   ).toEqual(records.map(() => 1));
+});
+
+it('routes a delivery to the handlers every running worker has, whichever worker routes it', async () => {
+  const env = await setUp();
+  const ran = { a: new Set<string>(), b: new Set<string>() };
+  const handler = (name: 'a' | 'b') =>
+    defineHandler({
+      name,
+      // b's where() is asked by a worker that has b, whoever routed the delivery.
+      where: (record) => name === 'a' || !record.id.endsWith('_unwanted'),
+      handle: ({ record }) => void ran[name].add(record.id),
+    });
+  // Each of the workers that route started after the other had written its handlers.
+  const first = await env.startWorker({ handlers: [handler('b')] });
+  await env.startWorker({ handlers: [handler('a')] });
+  await env.startWorker({ handlers: [handler('b')] });
+  await first.close(1_000);
+  const ids = [...Array.from({ length: 20 }, (_, n) => `fb_split_${n}`), 'fb_split_unwanted'];
+  for (const id of ids) await env.deliver({ id });
+  await env.completedRuns(2 * ids.length);
+  expect([...ran.a].sort()).toEqual([...ids].sort());
+  expect([...ran.b].sort()).toEqual(ids.filter((id) => !id.endsWith('_unwanted')).sort());
+});
+
+it('keeps offering the handlers of a worker up for longer than the roster remembers', async () => {
+  const env = await setUp();
+  // Started 8 days ago: the roster offers a handler a week after it was last written.
+  vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 8 * 86_400_000 });
+  try {
+    await env.startWorker({
+      announceEveryMs: 50,
+      handlers: [defineHandler({ name: 'long-lived', attempts: 3, handle: () => {} })],
+    });
+  } finally {
+    vi.useRealTimers();
+  }
+  await eventually(async () =>
+    expect(await readRoster(env.connection, env.prefix)).toEqual([
+      { name: 'long-lived', attempts: 3, events: ['feedback.created'] },
+    ]),
+  );
+});
+
+it("warns at start of a global rate limit on a handler's queue, which BullMQ counts per second", async () => {
+  const env = await setUp();
+  const queue = createRunQueue(env.connection, env.prefix, 'limited');
+  cleanup.push(() => queue.close());
+  await queue.setGlobalRateLimit(1, 60_000);
+  await env.startWorker({ handlers: [defineHandler({ name: 'limited', handle: () => {} })] });
+  expect(env.logs).toContainEqual(
+    expect.objectContaining({
+      level: 40,
+      queue: runQueueName('limited'),
+      max: 1,
+      duration: 60_000,
+      countedOverMs: RUNS_LIMITER.duration,
+    }),
+  );
 });
 
 it.each([
