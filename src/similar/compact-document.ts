@@ -1,14 +1,16 @@
 /**
  * What is kept of a record for similarity: its most telling terms, at most MAX_TERMS of them, each
- * a 24-bit hash (the term's 32-bit hash folded: terms whose folded hashes meet count as one, which
- * among the few thousand terms of a project's records is rare) with its count quantised to
- * quarters (1 to 255). It is kept once per delivery in Redis (docs/similar.md, "Cost"), so it is
- * stored coded, losing nothing (version 3): a version byte, the number of terms, a byte of the
- * two Rice parameters (rice-code.ts), then the gaps between the ascending hashes and the counts,
- * each Rice-coded with the parameter that takes fewest bits for this record. About 225 bytes for
- * 80 terms (the hashes' gaps some 19 bits each, the counts, mostly 1 to 8 quarters, 3); 2 + 1 +
- * 196 + 90 at most. Version 2 (each hash in 3 bytes, each count in 1: 322 bytes) is still read, so
- * a stream written before version 3 keeps working (docs/upgrading.md).
+ * a 22-bit hash (the term's 32-bit hash folded: terms whose folded hashes meet count as one; with
+ * a million distinct terms in a project a fifth of them meet another, and even four times as
+ * crowded the shared data groups as well: docs/similar.md, "Cost") with its count quantised to
+ * quarters (1 to 255). It is kept once per delivery in Redis, so it is stored coded, losing
+ * nothing (version 4): a version byte, the number of terms, a byte of the two Rice parameters
+ * (rice-code.ts), then the gaps between the ascending hashes and the counts, each Rice-coded with
+ * the parameter that takes fewest bits for this record. About 205 bytes for 80 terms (the hashes'
+ * gaps some 17 bits each, the counts, mostly 1 to 8 quarters, 3); 2 + 1 + 176 + 90 at most.
+ * Versions 3 (the same coding of 24-bit hashes) and 2 (each 24-bit hash in 3 bytes, each count in
+ * 1) are still read, their hashes folded to 22 bits as they are read, so a stream written before
+ * keeps working (docs/upgrading.md).
  */
 import type { TermCounts } from './document-terms.js';
 import { BitReader, BitWriter, bestRiceParameter } from './rice-code.js';
@@ -19,16 +21,22 @@ export const MAX_TERMS = 80;
 /** Counts are kept in quarters, so a pair term (counting half) and title terms keep their weight. */
 export const COUNT_STEP = 0.25;
 
-const FORMAT_VERSION = 3;
+const FORMAT_VERSION = 4;
 
-/** The version before: each hash in HASH_BYTES, each count in a byte. Still read. */
+/** The version before: the same coding of hashes of WIDE_HASH_BITS. Still read. */
+const WIDE_VERSION = 3;
+
+/** The version before that: each hash of WIDE_HASH_BITS in HASH_BYTES, each count in a byte. Still read. */
 const FIXED_WIDTH_VERSION = 2;
 
 /** Bytes of a stored term hash in the fixed-width version. */
 const HASH_BYTES = 3;
 
 /** Bits of a term hash (foldHash). */
-const HASH_BITS = 24;
+const HASH_BITS = 22;
+
+/** Bits of a term hash in versions 2 and 3. */
+const WIDE_HASH_BITS = 24;
 
 /** Largest Rice parameter of the counts (3 bits of the parameters' byte). */
 const MOST_COUNT_K = 7;
@@ -67,9 +75,28 @@ export function compactDocument(
   };
 }
 
-/** A term's 32-bit hash in 24 bits: its top byte folded into the others. */
+/**
+ * A term's 32-bit hash in 22 bits: its top byte folded into the others (the 24 bits versions 2 and
+ * 3 kept), then their top 2 bits into the rest, so a hash those versions stored folds the same.
+ */
 export function foldHash(hash: number): number {
-  return ((hash >>> 24) ^ hash) & 0xffffff;
+  return narrowHash(((hash >>> 24) ^ hash) & 0xffffff);
+}
+
+/** A 24-bit hash of versions 2 and 3 in HASH_BITS. */
+function narrowHash(wide: number): number {
+  return (wide ^ (wide >>> HASH_BITS)) & ((1 << HASH_BITS) - 1);
+}
+
+/** A document of 24-bit hashes with its hashes folded to HASH_BITS, terms that meet as one. */
+function narrowed(wide: CompactDocument): CompactDocument {
+  const counts = new Map<number, number>();
+  wide.hashes.forEach((hash, i) => {
+    const short = narrowHash(hash);
+    counts.set(short, Math.min(255, (counts.get(short) ?? 0) + wide.counts[i]!));
+  });
+  const hashes = Uint32Array.from(counts.keys()).sort();
+  return { hashes, counts: Uint8Array.from(hashes, (hash) => counts.get(hash)!) };
 }
 
 function quantise(count: number): number {
@@ -100,18 +127,28 @@ export function encodeCompactDocument(document: CompactDocument): Uint8Array {
   return bytes;
 }
 
-/** Reads what encodeCompactDocument wrote, or version 2; throws a RangeError on anything else. */
+/**
+ * Reads what encodeCompactDocument wrote, or version 3 or 2 (their hashes folded to HASH_BITS);
+ * throws a RangeError on anything else.
+ */
 export function decodeCompactDocument(bytes: Uint8Array): CompactDocument {
-  if (bytes[0] === FIXED_WIDTH_VERSION) return decodeFixedWidth(bytes);
-  const n = bytes[1] ?? 0;
-  const parameters = bytes[2] ?? 0;
-  if (bytes[0] !== FORMAT_VERSION || bytes.length < 3) {
+  if (bytes[0] === FIXED_WIDTH_VERSION) return narrowed(decodeFixedWidth(bytes));
+  if (bytes[0] === WIDE_VERSION) return narrowed(decodeRice(bytes, WIDE_HASH_BITS));
+  if (bytes[0] !== FORMAT_VERSION) {
     throw new RangeError('not a compact document of a version this reads');
   }
+  return decodeRice(bytes, HASH_BITS);
+}
+
+/** Versions 3 and 4: the Rice-coded gaps of hashes of `hashBits`, then the counts. */
+function decodeRice(bytes: Uint8Array, hashBits: number): CompactDocument {
+  const n = bytes[1] ?? 0;
+  const parameters = bytes[2] ?? 0;
+  if (bytes.length < 3) throw new RangeError('not a compact document of a version this reads');
   const bits = new BitReader(bytes, 3);
   const hashK = parameters & 0x1f;
   const countK = parameters >> 5;
-  if (hashK >= HASH_BITS) throw new RangeError('not a compact document of a version this reads');
+  if (hashK >= hashBits) throw new RangeError('not a compact document of a version this reads');
   const hashes = new Uint32Array(n);
   let hash = -1;
   for (let i = 0; i < n; i += 1) {
@@ -125,7 +162,7 @@ export function decodeCompactDocument(bytes: Uint8Array): CompactDocument {
     counts[i] = count;
     most = Math.max(most, count);
   }
-  if (hash >= 2 ** HASH_BITS || most > 255 || !bits.atEnd()) {
+  if (hash >= 2 ** hashBits || most > 255 || !bits.atEnd()) {
     throw new RangeError('not a compact document of a version this reads');
   }
   return { hashes, counts };

@@ -1,7 +1,7 @@
 /**
  * Golomb-Rice coding of small non-negative integers, most significant bit first: a value v with
  * parameter k is v >> k in unary (that many 1 bits, then a 0) and then its k low bits. Sorted term
- * hashes are stored as the gaps between them, which this codes in about 19 bits where 24 would be
+ * hashes are stored as the gaps between them, which this codes in about 17 bits where 22 would be
  * taken as they are (compact-document.ts). Pure, no I/O.
  */
 

@@ -1,7 +1,9 @@
 /**
  * A term as a 32-bit number (FNV-1a over its UTF-16 code units). Two terms of one project
  * colliding is rare (a project's few hundred thousand distinct terms against 4 billion values)
- * and costs only a little score, never correctness.
+ * and costs only a little score, never correctness. What a record keeps is this folded to 22 bits
+ * (compact-document.ts), where terms meet more often (7% of 300 000, 21% of a million) and still
+ * cost little: docs/similar.md, "Cost".
  */
 
 const FNV_OFFSET = 0x811c9dc5;

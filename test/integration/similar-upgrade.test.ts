@@ -1,7 +1,8 @@
 /**
  * What a version before this one wrote of grouping still reads and groups (docs/upgrading.md):
- * a stream entry whose compact document is of version 2 (each hash in 3 bytes, each count in 1)
- * is matched as before, whether the index reads it in a catch-up or is built again from it; a
+ * a stream entry whose compact document is of version 2 (each 24-bit hash in 3 bytes, each count
+ * in 1) or 3 (the same Rice-coded) is matched as before, whether the index reads it in a catch-up
+ * or is built again from it; a
  * grouping line that keeps the arrival time itself (not ms before its entry id) and its first in
  * full, under the delivery's key (not its line field), with its key as its group's member, is
  * found and read as before; an entry's title ('t', which entries no longer keep) is still shown;
@@ -14,9 +15,10 @@ import { groupIdOf, groupMembersKey, projectKeys } from '../../src/grouping/simi
 import { encodeEntry, encodeGroup } from '../../src/grouping/stored-grouping.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
-import type { CompactDocument } from '../../src/similar/compact-document.js';
+import { COUNT_STEP, type CompactDocument } from '../../src/similar/compact-document.js';
+import { documentTerms } from '../../src/similar/document-terms.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
-import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
+import { bestRiceParameter, BitWriter } from '../../src/similar/rice-code.js';
 import { keyOfRecord, type Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
@@ -57,6 +59,24 @@ function checkout(n: number): FeedbackRecord {
   };
 }
 
+/**
+ * A short record's terms as versions 2 and 3 kept them: each term's hash folded to 24 bits (the
+ * top byte into the rest), its count in quarters.
+ */
+function wideDocument(record: FeedbackRecord): CompactDocument {
+  const counts = new Map<number, number>();
+  for (const [hash, count] of documentTerms(record)) {
+    const wide = ((hash >>> 24) ^ hash) & 0xffffff;
+    counts.set(wide, (counts.get(wide) ?? 0) + count);
+  }
+  expect(counts.size).toBeLessThanOrEqual(80);
+  const hashes = Uint32Array.from(counts.keys()).sort();
+  return {
+    hashes,
+    counts: Uint8Array.from(hashes, (hash) => Math.round(counts.get(hash)! / COUNT_STEP)),
+  };
+}
+
 /** A compact document as version 2 stored it: each hash in 3 bytes (little-endian), each count in 1. */
 function version2(document: CompactDocument): Buffer {
   const n = document.hashes.length;
@@ -68,10 +88,31 @@ function version2(document: CompactDocument): Buffer {
   return bytes;
 }
 
+/** As version 3 stored it: the Rice-coded gaps of the 24-bit hashes, then the counts less one. */
+function version3(document: CompactDocument): Buffer {
+  const gaps = document.hashes.map((hash, i) =>
+    i === 0 ? hash : hash - document.hashes[i - 1]! - 1,
+  );
+  const counts = document.counts.map((count) => count - 1);
+  const hashCode = bestRiceParameter(gaps, 23);
+  const countCode = bestRiceParameter(counts, 7);
+  const bits = new BitWriter(hashCode.bits + countCode.bits);
+  for (const gap of gaps) bits.writeRice(gap, hashCode.k);
+  for (const count of counts) bits.writeRice(count, countCode.k);
+  const header = [3, document.hashes.length, hashCode.k | (countCode.k << 5)];
+  return Buffer.from([...header, ...bits.finish()]);
+}
+
+const WRITTEN_BY = { 2: version2, 3: version3 } as const;
+
 /** The entry and grouping line an earlier worker wrote of a delivery that started its group. */
-async function writtenBefore(record: FeedbackRecord, at: number): Promise<string> {
+async function writtenBefore(
+  record: FeedbackRecord,
+  at: number,
+  version: keyof typeof WRITTEN_BY = 2,
+): Promise<string> {
   const keys = projectKeys(env.prefix, PROJECT);
-  const { document } = new SimilarGrouper().add(record.id, record);
+  const document = wideDocument(record);
   const id = (await env.connection.xadd(
     keys.docs,
     '*',
@@ -82,7 +123,7 @@ async function writtenBefore(record: FeedbackRecord, at: number): Promise<string
     't',
     record.title as string,
     'd',
-    version2(document),
+    WRITTEN_BY[version](document),
   )) as string;
   const first = `${Buffer.byteLength(record.id)}:${record.id}`;
   await env.connection.hset(keys.of, keyOfRecord(record.id), `${id}||1|${at}|||${first}`);
@@ -99,89 +140,93 @@ function delivery(record: FeedbackRecord): Delivery {
   };
 }
 
-it('matches and joins a delivery whose entry an earlier version wrote (document version 2)', async () => {
-  const worker = grouping();
-  // The worker's index has read the stream before the old entry (a catch-up reads it).
-  await worker.group(delivery({ id: 'fb_other', project_id: PROJECT, title: 'Dark mode please' }));
-  const arrived = Date.now() - HOUR_MS;
-  const old = await writtenBefore(checkout(0), arrived);
-  const facts = await worker.group(delivery(checkout(1)));
-  expect(facts.matches[0]).toMatchObject({ recordId: 'fb_pay_0' });
-  expect(facts.matches[0]!.score).toBeGreaterThan(0.9);
-  expect(facts.group).toEqual({
-    id: groupIdOf(PROJECT, old),
-    size: 2,
-    first: { key: keyOfRecord('fb_pay_0'), recordId: 'fb_pay_0' },
-  });
+it.each([2, 3] as const)(
+  'matches and joins a delivery whose entry an earlier version wrote (document version %i)',
+  async (version) => {
+    const worker = grouping();
+    // The worker's index has read the stream before the old entry (a catch-up reads it).
+    await worker.group(
+      delivery({ id: 'fb_other', project_id: PROJECT, title: 'Dark mode please' }),
+    );
+    const arrived = Date.now() - HOUR_MS;
+    const old = await writtenBefore(checkout(0), arrived, version);
+    const facts = await worker.group(delivery(checkout(1)));
+    expect(facts.matches[0]).toMatchObject({ recordId: 'fb_pay_0' });
+    expect(facts.matches[0]!.score).toBeGreaterThan(0.9);
+    expect(facts.group).toEqual({
+      id: groupIdOf(PROJECT, old),
+      size: 2,
+      first: { key: keyOfRecord('fb_pay_0'), recordId: 'fb_pay_0' },
+    });
 
-  // A worker that starts builds its index from the stream, version 2 entries included.
-  const fresh = await grouping().group(delivery(checkout(2)));
-  expect(fresh.matches.map((match) => match.recordId)).toContain('fb_pay_0');
-  expect(fresh.group.id).toBe(groupIdOf(PROJECT, old));
-  expect(fresh.group.size).toBe(3);
+    // A worker that starts builds its index from the stream, version 2 entries included.
+    const fresh = await grouping().group(delivery(checkout(2)));
+    expect(fresh.matches.map((match) => match.recordId)).toContain('fb_pay_0');
+    expect(fresh.group.id).toBe(groupIdOf(PROJECT, old));
+    expect(fresh.group.size).toBe(3);
 
-  // The old line's arrival is the first's place among the members, and what the console shows.
-  const keys = projectKeys(env.prefix, PROJECT);
-  expect(await env.connection.zscore(groupMembersKey(keys, old), keyOfRecord('fb_pay_0'))).toBe(
-    String(arrived),
-  );
-  const reader = createSimilarGroups({
-    connection: env.connection,
-    prefix: env.prefix,
-    ttlSeconds: 24 * 3600,
-  });
-  // Its title is the entry's own ('t'); the deliveries after it have none in the stream, and no
-  // history here (as once their history entries are gone): an empty title.
-  expect((await reader.get(groupIdOf(PROJECT, old)))!.first).toMatchObject({
-    key: keyOfRecord('fb_pay_0'),
-    title: 'Pay button stays grey at checkout',
-    at: arrived,
-  });
-  expect((await reader.list({ sinceMs: arrived - 1 }))[0]!.first.title).toBe(
-    'Pay button stays grey at checkout',
-  );
-  expect((await reader.ofDelivery(keyOfRecord('fb_pay_2'), PROJECT))!.matches).toEqual([
-    expect.objectContaining({ recordId: 'fb_pay_0', title: 'Pay button stays grey at checkout' }),
-    expect.objectContaining({ recordId: 'fb_pay_1', title: '' }),
-  ]);
-  expect((await reader.asRouted(keyOfRecord('fb_pay_0'), PROJECT))!.group.first).toEqual({
-    key: keyOfRecord('fb_pay_0'),
-    recordId: 'fb_pay_0',
-  });
-  expect((await reader.get(groupIdOf(PROJECT, old)))!.deliveries).toEqual(
-    ['fb_pay_2', 'fb_pay_1', 'fb_pay_0'].map((id) =>
-      expect.objectContaining({
-        key: keyOfRecord(id),
-        title: id === 'fb_pay_0' ? 'Pay button stays grey at checkout' : '',
-      }),
-    ),
-  );
-  expect((await reader.ofDelivery(keyOfRecord('fb_pay_0')))!.group.size).toBe(3);
+    // The old line's arrival is the first's place among the members, and what the console shows.
+    const keys = projectKeys(env.prefix, PROJECT);
+    expect(await env.connection.zscore(groupMembersKey(keys, old), keyOfRecord('fb_pay_0'))).toBe(
+      String(arrived),
+    );
+    const reader = createSimilarGroups({
+      connection: env.connection,
+      prefix: env.prefix,
+      ttlSeconds: 24 * 3600,
+    });
+    // Its title is the entry's own ('t'); the deliveries after it have none in the stream, and no
+    // history here (as once their history entries are gone): an empty title.
+    expect((await reader.get(groupIdOf(PROJECT, old)))!.first).toMatchObject({
+      key: keyOfRecord('fb_pay_0'),
+      title: 'Pay button stays grey at checkout',
+      at: arrived,
+    });
+    expect((await reader.list({ sinceMs: arrived - 1 }))[0]!.first.title).toBe(
+      'Pay button stays grey at checkout',
+    );
+    expect((await reader.ofDelivery(keyOfRecord('fb_pay_2'), PROJECT))!.matches).toEqual([
+      expect.objectContaining({ recordId: 'fb_pay_0', title: 'Pay button stays grey at checkout' }),
+      expect.objectContaining({ recordId: 'fb_pay_1', title: '' }),
+    ]);
+    expect((await reader.asRouted(keyOfRecord('fb_pay_0'), PROJECT))!.group.first).toEqual({
+      key: keyOfRecord('fb_pay_0'),
+      recordId: 'fb_pay_0',
+    });
+    expect((await reader.get(groupIdOf(PROJECT, old)))!.deliveries).toEqual(
+      ['fb_pay_2', 'fb_pay_1', 'fb_pay_0'].map((id) =>
+        expect.objectContaining({
+          key: keyOfRecord(id),
+          title: id === 'fb_pay_0' ? 'Pay button stays grey at checkout' : '',
+        }),
+      ),
+    );
+    expect((await reader.ofDelivery(keyOfRecord('fb_pay_0')))!.group.size).toBe(3);
 
-  // Routed again, the old delivery finds its line: no second entry, the same group.
-  const entries = await env.connection.xlen(keys.docs);
-  expect((await worker.group(delivery(checkout(0)))).group.id).toBe(groupIdOf(PROJECT, old));
-  expect(await env.connection.xlen(keys.docs)).toBe(entries);
+    // Routed again, the old delivery finds its line: no second entry, the same group.
+    const entries = await env.connection.xlen(keys.docs);
+    expect((await worker.group(delivery(checkout(0)))).group.id).toBe(groupIdOf(PROJECT, old));
+    expect(await env.connection.xlen(keys.docs)).toBe(entries);
 
-  // Taken out of its group, its old line is written again as this version writes lines.
-  expect(await reader.detach(keyOfRecord('fb_pay_0'), PROJECT)).toBe('detached');
-  const detached = await reader.ofDelivery(keyOfRecord('fb_pay_0'), PROJECT);
-  expect(detached!.group).toMatchObject({ id: groupIdOf(PROJECT, `${old}.d`), size: 1 });
-  expect((await reader.get(groupIdOf(PROJECT, `${old}.d`)))!.first.at).toBe(arrived);
-  expect((await reader.ofDelivery(keyOfRecord('fb_pay_2'), PROJECT))!.group.size).toBe(2);
-});
+    // Taken out of its group, its old line is written again as this version writes lines.
+    expect(await reader.detach(keyOfRecord('fb_pay_0'), PROJECT)).toBe('detached');
+    const detached = await reader.ofDelivery(keyOfRecord('fb_pay_0'), PROJECT);
+    expect(detached!.group).toMatchObject({ id: groupIdOf(PROJECT, `${old}.d`), size: 1 });
+    expect((await reader.get(groupIdOf(PROJECT, `${old}.d`)))!.first.at).toBe(arrived);
+    expect((await reader.ofDelivery(keyOfRecord('fb_pay_2'), PROJECT))!.group.size).toBe(2);
+  },
+);
 
 it('joins once a delivery that entered before this version and had not joined', async () => {
   const keys = projectKeys(env.prefix, PROJECT);
   const old = await writtenBefore(checkout(0), Date.now() - HOUR_MS);
   // Entered by an earlier worker, which stopped before it joined: pending, under its key.
   const record = checkout(1);
-  const { document } = new SimilarGrouper().add(record.id, record);
   const id = (await env.connection.xadd(
     keys.docs,
     '*',
     ...['k', '', 'r', record.id, 't', record.title as string, 'd'],
-    version2(document),
+    version2(wideDocument(record)),
   )) as string;
   await env.connection.hset(keys.of, keyOfRecord(record.id), `pending:${id}`);
 

@@ -3,10 +3,12 @@ import { describe, expect, it } from 'vitest';
 import {
   decodeCompactDocument,
   encodeCompactDocument,
+  foldHash,
   MAX_TERMS,
 } from '../../src/similar/compact-document.js';
 import type { SimilarRecord } from '../../src/similar/considered-text.js';
 import { bestGroup, chooseGroup, groupEvidence } from '../../src/similar/grouping.js';
+import { BitWriter } from '../../src/similar/rice-code.js';
 import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
 import { longReport } from '../helpers/long-report.js';
 import {
@@ -139,7 +141,7 @@ describe('SimilarGrouper', () => {
     ];
     hostile.forEach((record, i) => {
       const outcome = grouper.add(`h${i}`, record);
-      expect(encodeCompactDocument(outcome.document).byteLength).toBeLessThanOrEqual(289);
+      expect(encodeCompactDocument(outcome.document).byteLength).toBeLessThanOrEqual(269);
     });
     expect(grouper.add('h3', { description: '支付按钮不工作' }).matches[0]?.id).toBe('h1');
   });
@@ -201,13 +203,13 @@ describe('SimilarityIndex', () => {
 });
 
 describe('compact documents', () => {
-  it('round-trip through bytes of at most 289, each hash in 24 bits', () => {
+  it('round-trip through bytes of at most 269, each hash in 22 bits', () => {
     const grouper = new SimilarGrouper();
     for (const { record } of rows) {
       const { document } = grouper.add(record.id, record);
       const bytes = encodeCompactDocument(document);
-      expect(bytes.byteLength).toBeLessThanOrEqual(289);
-      expect(document.hashes.every((hash) => hash < 2 ** 24)).toBe(true);
+      expect(bytes.byteLength).toBeLessThanOrEqual(269);
+      expect(document.hashes.every((hash) => hash < 2 ** 22)).toBe(true);
       expect(decodeCompactDocument(bytes)).toEqual(document);
     }
   });
@@ -220,18 +222,18 @@ describe('compact documents', () => {
     });
     const full = sizes.filter(({ terms }) => terms === 80);
     expect(full.length).toBeGreaterThan(10);
-    // 322 in version 2; the gaps of 80 hashes in 2^24 take some 19 bits each.
-    expect(Math.max(...full.map(({ bytes }) => bytes))).toBeLessThanOrEqual(240);
+    // 322 in version 2, 240 in version 3; the gaps of 80 hashes in 2^22 take some 17 bits each.
+    expect(Math.max(...full.map(({ bytes }) => bytes))).toBeLessThanOrEqual(220);
   });
 
   it('keep within the bound for the worst hashes and counts', () => {
-    const spread = Uint32Array.from({ length: 80 }, (_, i) => i * 209_715);
+    const spread = Uint32Array.from({ length: 80 }, (_, i) => i * 52_428);
     const worst = { hashes: spread, counts: new Uint8Array(80).fill(255) };
     const bytes = encodeCompactDocument(worst);
-    expect(bytes.byteLength).toBeLessThanOrEqual(289);
+    expect(bytes.byteLength).toBeLessThanOrEqual(269);
     expect(decodeCompactDocument(bytes)).toEqual(worst);
     const edges = {
-      hashes: Uint32Array.from([0, 1, 2 ** 24 - 1]),
+      hashes: Uint32Array.from([0, 1, 2 ** 22 - 1]),
       counts: Uint8Array.from([1, 255, 7]),
     };
     expect(decodeCompactDocument(encodeCompactDocument(edges))).toEqual(edges);
@@ -263,8 +265,8 @@ describe('compact documents', () => {
     for (let round = 0; round < 2_000; round += 1) {
       const n = Math.floor(random() * 81);
       // Hashes spread over the whole range, or crowded into a narrow one (gaps of 0 and 1).
-      const width = Math.max(n, Math.floor(2 ** (random() * 24)));
-      const base = Math.floor(random() * (2 ** 24 - width));
+      const width = Math.max(n, Math.floor(2 ** (random() * 22)));
+      const base = Math.floor(random() * (2 ** 22 - width));
       const hashes = new Set<number>();
       while (hashes.size < n) hashes.add(base + Math.floor(random() * width));
       const most = 1 + Math.floor(random() * 255);
@@ -273,27 +275,59 @@ describe('compact documents', () => {
         counts: Uint8Array.from({ length: n }, () => 1 + Math.floor(random() * most)),
       };
       const bytes = encodeCompactDocument(document);
-      expect(bytes.byteLength, `round ${round}`).toBeLessThanOrEqual(289);
+      expect(bytes.byteLength, `round ${round}`).toBeLessThanOrEqual(269);
       expect(decodeCompactDocument(bytes), `round ${round}`).toEqual(document);
     }
   });
 
   it('still read version 2, each hash in 3 bytes and each count in 1 (a stream written before)', () => {
-    // Hashes 0x000102 and 0xabcdef, little-endian, then counts 4 and 8.
+    // 24-bit hashes 0x000102 and 0xabcdef, little-endian, then counts 4 and 8: read in 22 bits,
+    // the top 2 bits folded into the rest as foldHash does (0xabcdef: 0x2bcdef ^ 2).
     const version2 = Uint8Array.from([2, 2, 0x02, 0x01, 0x00, 0xef, 0xcd, 0xab, 4, 8]);
     expect(decodeCompactDocument(version2)).toEqual({
-      hashes: Uint32Array.from([0x000102, 0xabcdef]),
+      hashes: Uint32Array.from([0x000102, 0x2bcded]),
       counts: Uint8Array.from([4, 8]),
     });
+    // 0x400103 folds onto 0x000102: one term, its counts added.
+    const meeting = Uint8Array.from([2, 2, 0x02, 0x01, 0x00, 0x03, 0x01, 0x40, 4, 8]);
+    expect(decodeCompactDocument(meeting)).toEqual({
+      hashes: Uint32Array.from([0x000102]),
+      counts: Uint8Array.from([12]),
+    });
+  });
+
+  it('still read version 3, Rice-coded 24-bit hashes, folded to 22 bits as they are read', () => {
+    // 24-bit hashes 0x000102, 0x400103 (which folds onto 0x000102) and 0xabcdef, counts 4, 8
+    // and 250, written as version 3 did: gaps with k = 20, counts less one with k = 7.
+    const hashes = [0x000102, 0x400103, 0xabcdef];
+    const bits = new BitWriter(3 * 24 + 3 * 9);
+    hashes.forEach((hash, i) => bits.writeRice(i === 0 ? hash : hash - hashes[i - 1]! - 1, 20));
+    for (const count of [4, 8, 250]) bits.writeRice(count - 1, 7);
+    const version3 = Uint8Array.from([3, 3, 20 | (7 << 5), ...bits.finish()]);
+    expect(decodeCompactDocument(version3)).toEqual({
+      hashes: Uint32Array.from([0x000102, 0x2bcded]),
+      counts: Uint8Array.from([12, 250]),
+    });
+  });
+
+  it('fold a term the same whichever version stored it', () => {
+    for (const hash of [0, 0xffffffff, 0x9e3779b9, 0x01abcdef]) {
+      const wide = ((hash >>> 24) ^ hash) & 0xffffff;
+      const version2 = Uint8Array.from([2, 1, wide & 0xff, (wide >> 8) & 0xff, wide >> 16, 4]);
+      expect(decodeCompactDocument(version2).hashes).toEqual(Uint32Array.from([foldHash(hash)]));
+      expect(foldHash(hash)).toBeLessThan(2 ** 22);
+    }
   });
 
   it('refuses bytes of another format', () => {
     expect(() => decodeCompactDocument(new Uint8Array([3, 0]))).toThrow(RangeError);
-    expect(() => decodeCompactDocument(new Uint8Array([4, 0, 0]))).toThrow(RangeError);
+    expect(() => decodeCompactDocument(new Uint8Array([5, 0, 0]))).toThrow(RangeError);
+    // Version 4 with a hashes' Rice parameter of 22 bits or more.
+    expect(() => decodeCompactDocument(new Uint8Array([4, 0, 22]))).toThrow(RangeError);
     // The first version: 32-bit hashes.
     expect(() => decodeCompactDocument(new Uint8Array([1, 1, 0, 0, 0, 0, 4]))).toThrow(RangeError);
     expect(() => decodeCompactDocument(new Uint8Array([2, 3, 0]))).toThrow(RangeError);
-    // Version 3 cut short, and with bytes after its end.
+    // Version 4 cut short, and with bytes after its end.
     const bytes = encodeCompactDocument({
       hashes: Uint32Array.from([5, 900, 70_000]),
       counts: Uint8Array.from([4, 2, 8]),
