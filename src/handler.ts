@@ -12,6 +12,7 @@ export {
   type HandlerBackoff,
   type HandlerContext,
   type HandlerDefinition,
+  type HandlerRateLimit,
 } from './worker/handler.js';
 // BullMQ's own class, as BullMQ documents it; bullmq ships its types, so this costs no install.
 export { UnrecoverableError } from 'bullmq';

@@ -11,8 +11,9 @@
  * - Retry of a completed run skips what the console's "run again" does (it starts afresh);
  * - adding a job or replacing its data forges a delivery (see admin-dashboard.ts);
  * - a global rate limit would not be the one asked for: the handlers' workers have a limiter
- *   (RUNS_LIMITER, for the API's rate-limit waits), and BullMQ counts a global limit's jobs over
- *   the worker limiter's duration, a second, not over its own (1 a minute became 1 a second).
+ *   (the handler's `rateLimit`, or RUNS_LIMITER for the API's rate-limit waits), and BullMQ counts
+ *   a global limit's jobs over the worker limiter's duration, not over its own (1 a minute became
+ *   1 a second); a handler's `rateLimit` is the way to limit it.
  *
  * Taken: pause and resume (all queues, or one handler's), a handler's global concurrency, and
  * retrying failed runs (one, or all of a queue's).
@@ -56,7 +57,7 @@ export function allowListedActions(runQueues: () => Promise<readonly Queue[]>): 
     if (SAFE_METHODS.has(req.method)) return next('router');
     refuse(
       res,
-      'The dashboard takes pause, resume, concurrency and retrying failed runs only: the rest could drop an acknowledged delivery or skip a run’s wait, and BullMQ would count a global rate limit over a second, whatever its duration.',
+      'The dashboard takes pause, resume, concurrency and retrying failed runs only: the rest could drop an acknowledged delivery or skip a run’s wait, and BullMQ would count a global rate limit over the workers’ limiter, whatever its duration: give the handler a rateLimit instead.',
     );
   });
   return router;

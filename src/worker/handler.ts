@@ -49,6 +49,14 @@ export interface HandlerBackoff {
   readonly jitter?: number;
 }
 
+/** BullMQ's limiter on the handler's queue, kept in Redis: every worker of the handler shares it. */
+export interface HandlerRateLimit {
+  /** Runs that start in a window, whole, at least 1. */
+  readonly max: number;
+  /** The window, in ms, from the first run it lets start; whole, at least 1. */
+  readonly durationMs: number;
+}
+
 export interface HandlerDefinition {
   /** Unique among the worker's handlers; letters, digits, `-`, `_` and `.`. */
   readonly name: string;
@@ -64,6 +72,12 @@ export interface HandlerDefinition {
    * window true sees it in `similar.crossed`, once per crossing. Default: none.
    */
   readonly similarWindows?: readonly SimilarWindow[];
+  /**
+   * At most `max` runs start in `durationMs`, across every worker (BullMQ's limiter; a window
+   * opens at the first run it lets start). Default: no limit of its own; the feedback API's
+   * 429 and `FEEDBACK_API_RATE_LIMIT` still pause the handler's queue.
+   */
+  readonly rateLimit?: HandlerRateLimit;
   /** Does the work. What it returns is kept with the finished job. Throw to retry. */
   handle(context: HandlerContext): unknown;
 }
@@ -78,6 +92,7 @@ export interface Handler {
   readonly attempts: number;
   readonly backoff: Required<HandlerBackoff>;
   readonly similarWindows: readonly SimilarWindow[];
+  readonly rateLimit: HandlerRateLimit | undefined;
   readonly handle: (context: HandlerContext) => unknown;
 }
 
@@ -91,7 +106,8 @@ export const DEFAULT_BACKOFF: Required<HandlerBackoff> = {
 /**
  * Declares a handler.
  *
- * @throws {TypeError} when the definition is not usable (bad name, attempts, events or handle).
+ * @throws {TypeError} when the definition is not usable (bad name, attempts, events, rateLimit or
+ *   handle).
  * @example
  * export default defineHandler({
  *   name: 'log-low-ratings',
@@ -132,16 +148,19 @@ export function defineHandler(definition: HandlerDefinition): Handler {
   const similarWindows = definition.similarWindows ?? [];
   if (
     !Array.isArray(similarWindows) ||
-    !similarWindows.every(
-      (w) =>
-        Number.isInteger(w?.atLeast) &&
-        w.atLeast >= 1 &&
-        Number.isInteger(w.withinMs) &&
-        w.withinMs >= 1,
-    )
+    !similarWindows.every((w) => isWholeAtLeastOne(w?.atLeast) && isWholeAtLeastOne(w.withinMs))
   ) {
     throw new TypeError(
       `Handler "${name}": similarWindows must be a list of { atLeast, withinMs }, whole numbers of at least 1`,
+    );
+  }
+  const { rateLimit } = definition;
+  if (
+    rateLimit !== undefined &&
+    !(isWholeAtLeastOne(rateLimit?.max) && isWholeAtLeastOne(rateLimit.durationMs))
+  ) {
+    throw new TypeError(
+      `Handler "${name}": rateLimit must be { max, durationMs }, whole numbers of at least 1 (for 100 runs a minute: { max: 100, durationMs: 60_000 })`,
     );
   }
   const backoff = { ...DEFAULT_BACKOFF, ...definition.backoff };
@@ -156,8 +175,13 @@ export function defineHandler(definition: HandlerDefinition): Handler {
     attempts,
     backoff: Object.freeze(backoff),
     similarWindows: Object.freeze(similarWindows.map((w) => Object.freeze({ ...w }))),
+    rateLimit: rateLimit && Object.freeze({ max: rateLimit.max, durationMs: rateLimit.durationMs }),
     handle: definition.handle.bind(definition),
   });
+}
+
+function isWholeAtLeastOne(value: unknown): boolean {
+  return Number.isInteger(value) && (value as number) >= 1;
 }
 
 /** True for what defineHandler returns, even from another copy of this package. */

@@ -116,12 +116,17 @@ const MAX_STALLED_COUNT = 3;
 
 /**
  * BullMQ obeys a manual rate limit (runs.ts: a 429, or our shared limit) only on a queue with a
- * limiter; this one never limits by itself. Its duration is how long a count of taken jobs lasts,
- * and BullMQ takes it over a global rate limit's own (`setGlobalRateLimit(1, 60_000)` lets one run
- * a second through): a worker warns of a global rate limit on its handlers' queues, and the
- * dashboard does not set one.
+ * limiter; this one, for a handler without a `rateLimit`, never limits by itself. A limiter's
+ * duration is how long a count of taken jobs lasts, and BullMQ takes it over a global rate limit's
+ * own (`setGlobalRateLimit(1, 60_000)` lets one run a second through): a worker warns of a global
+ * rate limit on its handlers' queues, and the dashboard does not set one.
  */
 export const RUNS_LIMITER = { max: 1_000_000_000, duration: 1_000 } as const;
+
+/** The limiter of a handler's workers: its `rateLimit`, kept in Redis per queue, or RUNS_LIMITER. */
+function limiterOf({ rateLimit }: Handler): { max: number; duration: number } {
+  return rateLimit ? { max: rateLimit.max, duration: rateLimit.durationMs } : RUNS_LIMITER;
+}
 
 export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise<WorkerRuntime> {
   const { connection, prefix, handlers, logger } = options;
@@ -235,15 +240,15 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       .on('error', onError)
       .on('failed', (job) => job && failedForGood(job, ROUTING)),
   );
-  const handlerWorkers = handlers.map(({ name }) =>
+  const handlerWorkers = handlers.map((handler) =>
     startWorker((own) =>
       new Worker<HandlerRunData>(
-        runQueueName(name),
+        runQueueName(handler.name),
         runs.run,
         withTelemetry({
           ...workerOptions,
           connection: own,
-          limiter: RUNS_LIMITER,
+          limiter: limiterOf(handler),
           settings: { backoffStrategy: runs.backoff },
         }),
       )
@@ -300,18 +305,19 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   return { deliveries, runQueues, close };
 }
 
-/** A global rate limit on a handler's queue is counted over RUNS_LIMITER's duration: say so. */
+/** A global rate limit on a handler's queue is counted over its workers' limiter's duration: say so. */
 async function warnOfGlobalRateLimits(
   runQueues: RunQueues,
   handlers: readonly Handler[],
   logger: Logger,
 ): Promise<void> {
-  for (const { name } of handlers) {
-    const limit = await runQueues.of(name).getGlobalRateLimit();
+  for (const handler of handlers) {
+    const limit = await runQueues.of(handler.name).getGlobalRateLimit();
     if (!limit) continue;
+    const countedOverMs = limiterOf(handler).duration;
     logger.warn(
-      { queue: runQueueName(name), ...limit, countedOverMs: RUNS_LIMITER.duration },
-      `a global rate limit is set on this handler's queue: BullMQ counts its ${limit.max} runs over the workers' limiter (${RUNS_LIMITER.duration} ms), not over its ${limit.duration} ms; remove it (Queue.removeGlobalRateLimit) and limit the handler's calls with FEEDBACK_API_RATE_LIMIT`,
+      { queue: runQueueName(handler.name), ...limit, countedOverMs },
+      `a global rate limit is set on this handler's queue: BullMQ counts its ${limit.max} runs over the workers' limiter (${countedOverMs} ms), not over its ${limit.duration} ms; remove it (Queue.removeGlobalRateLimit) and give the handler its own: defineHandler({ rateLimit: { max: ${limit.max}, durationMs: ${limit.duration} } })`,
     );
   }
 }

@@ -77,54 +77,61 @@ it("keeps an operator's retry of a run waiting while no worker has its handler",
   await eventually(() => expect(bRan.sort()).toEqual(['fb_new', 'fb_old']));
 });
 
-it("stops a rate-limited handler's queue: its runs wait there instead of bouncing", async () => {
-  const env = await setUp();
-  const WINDOW_MS = 2_000;
-  let limitedUntil: number | undefined;
-  let callsInWindow = 0;
-  let completed = 0;
-  const runtime = await env.startWorker({
-    concurrency: 1,
-    handlers: [
-      defineHandler({
-        name: 'limited',
-        handle: () => {
-          const now = Date.now();
-          limitedUntil ??= now + WINDOW_MS;
-          // Every call within the window meets the API's limit, as a real 429 would.
-          if (now < limitedUntil) {
-            callsInWindow += 1;
-            throw new ApiRateLimitedError({
-              method: 'PATCH',
-              url: 'http://127.0.0.1/v1/feedback/1',
-              status: 429,
-              retryAfterMs: limitedUntil - now,
-              source: 'service',
-            });
-          }
-          completed += 1;
-        },
+it.each([
+  ['', undefined],
+  [' with a rateLimit of its own', { max: 1_000, durationMs: 1_000 }],
+])(
+  "stops a rate-limited handler's queue%s: its runs wait there instead of bouncing",
+  async (_, rateLimit) => {
+    const env = await setUp();
+    const WINDOW_MS = 2_000;
+    let limitedUntil: number | undefined;
+    let callsInWindow = 0;
+    let completed = 0;
+    const runtime = await env.startWorker({
+      concurrency: 1,
+      handlers: [
+        defineHandler({
+          name: 'limited',
+          ...(rateLimit ? { rateLimit } : {}),
+          handle: () => {
+            const now = Date.now();
+            limitedUntil ??= now + WINDOW_MS;
+            // Every call within the window meets the API's limit, as a real 429 would.
+            if (now < limitedUntil) {
+              callsInWindow += 1;
+              throw new ApiRateLimitedError({
+                method: 'PATCH',
+                url: 'http://127.0.0.1/v1/feedback/1',
+                status: 429,
+                retryAfterMs: limitedUntil - now,
+                source: 'service',
+              });
+            }
+            completed += 1;
+          },
+        }),
+      ],
+    });
+    const queue = runtime.runQueues.of('limited');
+    const records = Array.from({ length: 20 }, (_, n) => `fb_limit_${n}`);
+    await Promise.all(records.map((id) => env.deliver({ id })));
+    await env.completedRuns(records.length);
+    expect(completed).toBe(records.length);
+    // One call met the limit; the queue waited out the window instead of trying each run.
+    expect(callsInWindow, 'calls while the limit held').toBe(1);
+    const runs = await Promise.all(
+      records.map(async (id) => {
+        const delivery = await env.producer.find(`feedback.created:${id}`);
+        return queue.getJob(runJobId(delivery!.id!, 'limited'));
       }),
-    ],
-  });
-  const queue = runtime.runQueues.of('limited');
-  const records = Array.from({ length: 20 }, (_, n) => `fb_limit_${n}`);
-  await Promise.all(records.map((id) => env.deliver({ id })));
-  await env.completedRuns(records.length);
-  expect(completed).toBe(records.length);
-  // One call met the limit; the queue waited out the window instead of trying each run.
-  expect(callsInWindow, 'calls while the limit held').toBe(1);
-  const runs = await Promise.all(
-    records.map(async (id) => {
-      const delivery = await env.producer.find(`feedback.created:${id}`);
-      return queue.getJob(runJobId(delivery!.id!, 'limited'));
-    }),
-  );
-  expect(
-    runs.map((job) => job?.attemptsMade),
-    'attempts made by each run: the wait spent none',
-  ).toEqual(records.map(() => 1));
-});
+    );
+    expect(
+      runs.map((job) => job?.attemptsMade),
+      'attempts made by each run: the wait spent none',
+    ).toEqual(records.map(() => 1));
+  },
+);
 
 it('routes a delivery to the handlers every running worker has, whichever worker routes it', async () => {
   const env = await setUp();
@@ -167,7 +174,54 @@ it('keeps offering the handlers of a worker up for longer than the roster rememb
   );
 });
 
-it("warns at start of a global rate limit on a handler's queue, which BullMQ counts per second", async () => {
+/**
+ * Start times grouped as BullMQ's limiter counts them: a window opens at the first run it lets
+ * start and lasts `durationMs`; the next opens at the first start after it.
+ */
+function limiterWindows(starts: readonly number[], durationMs: number): number[][] {
+  const windows: number[][] = [];
+  for (const start of [...starts].sort((a, b) => a - b)) {
+    const open = windows.at(-1);
+    if (open && start < open[0]! + durationMs) open.push(start);
+    else windows.push([start]);
+  }
+  return windows;
+}
+
+/**
+ * A job's processedOn is the taking worker's clock as it asks Redis for the job, a moment before
+ * Redis counts it in the limiter's window: the next window's first start may read this much early.
+ */
+const CLOCK_SLACK_MS = 20;
+
+it("starts at most a handler's rateLimit.max runs in its durationMs, across its workers", async () => {
+  const env = await setUp();
+  const rateLimit = { max: 2, durationMs: 1_000 };
+  const tookBy = { first: 0, second: 0 };
+  const paced = (worker: keyof typeof tookBy) =>
+    defineHandler({ name: 'paced', rateLimit, handle: () => void (tookBy[worker] += 1) });
+  // Every run waits before a worker takes one, so that each window fills at once.
+  const queue = createRunQueue(env.connection, env.prefix, 'paced');
+  cleanup.push(() => queue.close());
+  await queue.pause();
+  await env.startWorker({ handlers: [paced('first')] });
+  await env.startWorker({ handlers: [paced('second')] });
+  const records = Array.from({ length: 7 }, (_, n) => `fb_paced_${n}`);
+  for (const id of records) await env.deliver({ id });
+  await eventually(async () => expect(await queue.getWaitingCount()).toBe(records.length));
+  await queue.resume();
+  await env.completedRuns(records.length, 15_000);
+
+  const starts = (await queue.getCompleted()).map((job) => job.processedOn!);
+  expect(starts).toHaveLength(records.length);
+  const windows = limiterWindows(starts, rateLimit.durationMs - CLOCK_SLACK_MS);
+  expect(
+    windows.filter((window) => window.length > rateLimit.max),
+    `windows with more than ${rateLimit.max} starts (runs taken by each worker: ${JSON.stringify(tookBy)})`,
+  ).toEqual([]);
+});
+
+it("warns at start of a global rate limit on a handler's queue, which BullMQ counts per second, and names the handler's own", async () => {
   const env = await setUp();
   const queue = createRunQueue(env.connection, env.prefix, 'limited');
   cleanup.push(() => queue.close());
@@ -180,6 +234,7 @@ it("warns at start of a global rate limit on a handler's queue, which BullMQ cou
       max: 1,
       duration: 60_000,
       countedOverMs: RUNS_LIMITER.duration,
+      msg: expect.stringContaining('defineHandler({ rateLimit: { max: 1, durationMs: 60000 } })'),
     }),
   );
 });

@@ -35,6 +35,25 @@ describe('defineHandler', () => {
     expect(() => defineHandler({ name: 'a', events: [], handle })).toThrow(/events/);
   });
 
+  it.each([
+    ['a string duration', { max: 2, durationMs: '1m' }],
+    ['no max', { durationMs: 1_000 }],
+    ['a max of 0', { max: 0, durationMs: 1_000 }],
+    ['a fractional duration', { max: 2, durationMs: 0.5 }],
+    ['BullMQ’s own field names', { max: 2, duration: 1_000 }],
+  ])('refuses a rateLimit with %s, naming its shape', (_, rateLimit) => {
+    expect(() => defineHandler({ name: 'a', rateLimit: rateLimit as never, handle })).toThrow(
+      'Handler "a": rateLimit must be { max, durationMs }, whole numbers of at least 1',
+    );
+  });
+
+  it('keeps a rateLimit, frozen', () => {
+    const handler = defineHandler({ name: 'a', rateLimit: { max: 2, durationMs: 1_000 }, handle });
+    expect(handler.rateLimit).toEqual({ max: 2, durationMs: 1_000 });
+    expect(Object.isFrozen(handler.rateLimit)).toBe(true);
+    expect(defineHandler({ name: 'b', handle }).rateLimit).toBeUndefined();
+  });
+
   it('does not take plain objects for handlers', () => {
     expect(isHandler({ name: 'a', handle })).toBe(false);
     expect(isHandler(undefined)).toBe(false);
