@@ -17,11 +17,12 @@ import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.
 const DATA = '/work/shared/data/similar';
 const DELIVERIES = 2_000;
 /**
- * What this version holds (492 bytes measured, 492 to 493 from run to run; 832 before the steps of
- * docs/similar.md, "Cost"), with a small margin. Issue 30 asks for 512 (docs/similar.md, "Cost",
- * says where the bytes are).
+ * What this version holds (492 bytes measured, 492 to 493 from run to run on a quiet machine; 832
+ * before the steps of docs/similar.md, "Cost"), with a margin for a loaded one: a match's distance
+ * back and an arrival are kept in ms, so deliveries grouped more slowly take a digit more here and
+ * there. Issue 30 asks for 512 (docs/similar.md, "Cost", says where the bytes are).
  */
-const MOST_BYTES_PER_DELIVERY = 496;
+const MOST_BYTES_PER_DELIVERY = 504;
 
 let env: TestWorkerEnv;
 let connection: RedisConnection;
