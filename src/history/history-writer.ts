@@ -56,7 +56,16 @@ type Op =
       /** The record's words, separated by spaces (none has one): cheaper to encode than a list. */
       words: string;
     }
-  | { t: number; day: number; expireAt: number; key: string; line: string; failed: boolean };
+  | {
+      t: number;
+      day: number;
+      expireAt: number;
+      key: string;
+      line: string;
+      failed: boolean;
+      /** A handler's name: the line is written only if that handler's newest line is no completion. */
+      once?: string;
+    };
 
 const receivedOf = (op: Op) => op.t;
 
@@ -65,6 +74,11 @@ export interface HistoryWriter {
   routed(delivery: Delivery, deliveryJobId: string, handlers: readonly string[]): void;
   /** A run finished: completed, or failed for good. */
   finished(delivery: Delivery, handler: string, outcome: HistoryOutcome): void;
+  /**
+   * A run found done already (it had completed before, runs.ts): completed, now, unless the
+   * history's newest line for the handler says completed already, whose time and result it keeps.
+   */
+  completedBefore(delivery: Delivery, handler: string): void;
   /** Lines held in memory: waiting, and in the batch being written. At most `mostHeld`. */
   readonly held: number;
   /** Writes what is waiting, then stops. */
@@ -177,6 +191,18 @@ export function createHistoryWriter(options: {
     return { receivedAtMs, day, expireAt: expiryOfDay(day, ttlSeconds) };
   };
 
+  const outcomeOp = (delivery: Delivery, handler: string, outcome: HistoryOutcome): Op => {
+    const { receivedAtMs, day, expireAt } = when(delivery);
+    return {
+      t: receivedAtMs,
+      day,
+      expireAt,
+      key: delivery.key,
+      line: storedOutcome(handler, outcome),
+      failed: outcome.state === 'failed',
+    };
+  };
+
   return {
     routed(delivery, deliveryJobId, handlers) {
       const { receivedAtMs, day, expireAt } = when(delivery);
@@ -195,15 +221,11 @@ export function createHistoryWriter(options: {
       });
     },
     finished(delivery, handler, outcome) {
-      const { receivedAtMs, day, expireAt } = when(delivery);
-      add({
-        t: receivedAtMs,
-        day,
-        expireAt,
-        key: delivery.key,
-        line: storedOutcome(handler, outcome),
-        failed: outcome.state === 'failed',
-      });
+      add(outcomeOp(delivery, handler, outcome));
+    },
+    completedBefore(delivery, handler) {
+      const outcome = { state: 'completed', at: new Date().toISOString() } as const;
+      add({ ...outcomeOp(delivery, handler, outcome), once: handler });
     },
     get held() {
       return waiting.length + unwritten;

@@ -4,7 +4,8 @@
   as JSON. An entry is written once per delivery key (a routing that runs again, a delivery
   sent again after a failover: the same entry); an outcome line is appended to the entry of its
   delivery key. Another worker may finish a run before the entry of its routing is written: its
-  line waits under `pending:`, and the entry takes it when it comes.
+  line waits under `pending:`, and the entry takes it when it comes. A line with `once` (a run
+  found completed before) is written only if its handler's newest line is no completion already.
 ]]
 local base = ARGV[1]
 local ops = cjson.decode(ARGV[2])
@@ -22,18 +23,34 @@ end
 local function failed(day, seq, expireAt)
   post(base .. 'w:' .. day .. ':!failed', seq, expireAt)
 end
+-- Whether the newest of `handler`'s outcome lines in `text` says completed: the one a reader
+-- keeps (delivery-history.ts: by time, the later line of equal times).
+local function completedIn(text, handler)
+  local head, newest, state = '{"h":"' .. handler .. '","s":', nil, nil
+  for line in string.gmatch(text, '[^\n]+') do
+    if string.sub(line, 1, #head) == head then
+      local ok, outcome = pcall(cjson.decode, line)
+      if ok and (newest == nil or outcome.at >= newest) then
+        newest, state = outcome.at, outcome.s
+      end
+    end
+  end
+  return state == 'c'
+end
 for _, op in ipairs(ops) do
   local ids = base .. 'ids:' .. op.day
   if op.line then
     local seq = redis.call('HGET', ids, 'k:' .. op.key)
     if not seq then
       local pending = base .. 'pending:' .. op.day .. ':' .. op.key
-      redis.call('APPEND', pending, '\n' .. op.line)
-      redis.call('PEXPIREAT', pending, op.expireAt)
+      if not (op.once and completedIn(redis.call('GET', pending) or '', op.once)) then
+        redis.call('APPEND', pending, '\n' .. op.line)
+        redis.call('PEXPIREAT', pending, op.expireAt)
+      end
     else
       local entry = base .. 'e:' .. seq
       local text = redis.call('GET', entry)
-      if text then
+      if text and not (op.once and completedIn(text, op.once)) then
         -- SET, not APPEND: an appended string keeps room to grow, as large again as itself.
         redis.call('SET', entry, text .. '\n' .. op.line, 'KEEPTTL')
         if op.failed then failed(op.day, seq, op.expireAt) end

@@ -162,6 +162,9 @@ export function createRuns(options: RunsOptions): Runs {
         { deliveryKey: delivery.key, handler: handler.name, outcome: 'completed' },
         'handler run had completed before; not run again',
       );
+      // Else the history, which lost or never got the first completion's line (a crash before it
+      // was written, a failover), shows the run under way for as long as it keeps the delivery.
+      history.completedBefore(delivery, handler.name);
       return null;
     }
 
