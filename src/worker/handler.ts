@@ -34,7 +34,12 @@ export interface HandlerContext {
   readonly logger: Logger;
   /** 1 on the first run, 2 on the first retry, and so on. */
   readonly attempt: number;
-  /** Fires when the worker shuts down and can wait no longer; the run then happens again later. */
+  /**
+   * Fires at the handler's `timeoutMs` (reason: a `TimeoutError` DOMException naming the handler
+   * and the ms; the attempt fails and is retried), or when the worker shuts down and can wait no
+   * longer (the run then happens again later, no attempt spent). Pass it to `fetch` and the like:
+   * at the timeout the worker stops waiting for the attempt whether or not the handler stops.
+   */
   readonly signal: AbortSignal;
   /** The delivery's group and best matches (docs/similar.md); undefined when SIMILAR=off. */
   readonly similar?: SimilarFacts | undefined;
@@ -78,6 +83,13 @@ export interface HandlerDefinition {
    * 429 and `FEEDBACK_API_RATE_LIMIT` still pause the handler's queue.
    */
   readonly rateLimit?: HandlerRateLimit;
+  /**
+   * How long one attempt may take, in ms; whole, from 1 to MAX_TIMEOUT_MS (about 24.8 days). At
+   * the timeout the context's `signal` fires, the worker stops waiting, and the attempt fails
+   * ("timed out after N ms"), retried with the backoff like any other failure. Default: 300 000
+   * (5 minutes, the time Node's `fetch` itself waits for an answer's headers).
+   */
+  readonly timeoutMs?: number;
   /** Does the work. What it returns is kept with the finished job. Throw to retry. */
   handle(context: HandlerContext): unknown;
 }
@@ -93,10 +105,20 @@ export interface Handler {
   readonly backoff: Required<HandlerBackoff>;
   readonly similarWindows: readonly SimilarWindow[];
   readonly rateLimit: HandlerRateLimit | undefined;
+  readonly timeoutMs: number;
   readonly handle: (context: HandlerContext) => unknown;
 }
 
 export const DEFAULT_ATTEMPTS = 8;
+/**
+ * An attempt's timeout when the handler sets none: 5 minutes. Long enough for a handler that
+ * waits out the API's rate limit or a slow service, short enough that a hung one frees its slot
+ * and shows as failing the same hour; Node's `fetch` (undici) gives up on an answer's headers
+ * after the same 5 minutes, so a handler that relies on it times out about when it would.
+ */
+export const DEFAULT_TIMEOUT_MS = 300_000;
+/** setTimeout's longest delay: a longer one would fire at once (Node warns, and uses 1 ms). */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
 export const DEFAULT_BACKOFF: Required<HandlerBackoff> = {
   type: 'exponential',
   delayMs: 1_000,
@@ -106,8 +128,8 @@ export const DEFAULT_BACKOFF: Required<HandlerBackoff> = {
 /**
  * Declares a handler.
  *
- * @throws {TypeError} when the definition is not usable (bad name, attempts, events, rateLimit or
- *   handle).
+ * @throws {TypeError} when the definition is not usable (bad name, attempts, events, rateLimit,
+ *   timeoutMs or handle).
  * @example
  * export default defineHandler({
  *   name: 'log-low-ratings',
@@ -163,6 +185,12 @@ export function defineHandler(definition: HandlerDefinition): Handler {
       `Handler "${name}": rateLimit must be { max, durationMs }, whole numbers of at least 1 (for 100 runs a minute: { max: 100, durationMs: 60_000 })`,
     );
   }
+  const { timeoutMs = DEFAULT_TIMEOUT_MS } = definition;
+  if (!isWholeAtLeastOne(timeoutMs) || timeoutMs > MAX_TIMEOUT_MS) {
+    throw new TypeError(
+      `Handler "${name}": timeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS} (for 2 minutes: 120_000)`,
+    );
+  }
   const backoff = { ...DEFAULT_BACKOFF, ...definition.backoff };
   if (!(backoff.delayMs >= 0) || !(backoff.jitter >= 0 && backoff.jitter <= 1)) {
     throw new TypeError(`Handler "${name}": backoff needs delayMs >= 0 and jitter from 0 to 1`);
@@ -176,6 +204,7 @@ export function defineHandler(definition: HandlerDefinition): Handler {
     backoff: Object.freeze(backoff),
     similarWindows: Object.freeze(similarWindows.map((w) => Object.freeze({ ...w }))),
     rateLimit: rateLimit && Object.freeze({ max: rateLimit.max, durationMs: rateLimit.durationMs }),
+    timeoutMs,
     handle: definition.handle.bind(definition),
   });
 }

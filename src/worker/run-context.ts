@@ -52,7 +52,7 @@ export class RunContext implements HandlerContext {
     return (this.#logger ??= this.#parents.logger.child(this.#bindings));
   }
 
-  /** Fires when the worker shuts down and can wait no longer. */
+  /** Fires at the handler's timeout, or when the worker shuts down and can wait no longer. */
   get signal(): AbortSignal {
     if (!this.#controller) {
       this.#controller = new AbortController();
@@ -68,13 +68,18 @@ export class RunContext implements HandlerContext {
     }));
   }
 
-  /** Fires the run's signal: now, or as soon as the handler reads it. */
+  /**
+   * Fires the run's signal: now, or as soon as the handler reads it. The first reason holds: a
+   * shutdown after the timeout does not make a timed-out attempt an interrupted one, nor the
+   * other way round.
+   */
   static abort(run: RunContext, reason: Error): void {
     run.#abortedFor ??= reason;
     run.#controller?.abort(reason);
   }
 
-  static aborted(run: RunContext): boolean {
-    return run.#abortedFor !== undefined;
+  /** Why the run's signal fired, the first time; undefined while it has not. */
+  static abortedFor(run: RunContext): Error | undefined {
+    return run.#abortedFor;
   }
 }

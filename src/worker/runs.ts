@@ -44,6 +44,7 @@ import type { RosterEntry } from '../runs/handler-roster.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
+import { isAttemptTimeout, settleWithin, type TimeoutWatch } from './attempt-timeout.js';
 import { RunContext, type RunBindings } from './run-context.js';
 import {
   decideRun,
@@ -262,13 +263,31 @@ export function createRuns(options: RunsOptions): Runs {
     const context = new RunContext(delivery, bindings, { api, logger }, similar);
     inFlight.set(context, runId);
     try {
-      return { ok: true, result: await handler.handle(context) };
+      const pending = handler.handle(context);
+      // A handler that returned at once needs no timer (a synchronous one, or one with nothing
+      // to do): a timer per attempt is most of what a timeout costs.
+      if (!isThenable(pending)) return { ok: true, result: pending };
+      return { ok: true, result: await settleWithin(pending, timeoutWatch(handler, context)) };
     } catch (error) {
-      return { ok: false, error, interrupted: RunContext.aborted(context) };
+      // The first abort holds: a timeout is the attempt's failure; a shutdown's, an interruption.
+      const abortedFor = RunContext.abortedFor(context);
+      if (isAttemptTimeout(abortedFor)) return { ok: false, error: abortedFor };
+      return { ok: false, error, interrupted: abortedFor !== undefined };
     } finally {
       inFlight.delete(context);
     }
   };
+
+  const timeoutWatch = (handler: Handler, context: RunContext): TimeoutWatch => ({
+    handler: handler.name,
+    timeoutMs: handler.timeoutMs,
+    abort: (reason) => RunContext.abort(context, reason),
+    ignored: () =>
+      context.logger.warn(
+        { timeoutMs: handler.timeoutMs },
+        'handler ignored its signal at the timeout and may still be running; the worker no longer waits for it',
+      ),
+  });
 
   return {
     route,
@@ -287,6 +306,14 @@ export function createRuns(options: RunsOptions): Runs {
     },
     inFlight: () => [...inFlight.values()],
   };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 /**

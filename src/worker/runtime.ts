@@ -91,8 +91,9 @@ export interface WorkerRuntime {
   /**
    * Stops taking jobs and waits for running ones; after `timeoutMs` it aborts them through
    * their AbortSignal, and they go back to the queue to run again elsewhere. A handler that
-   * ignores its signal is abandoned ABANDON_AFTER_MS later: its job runs again elsewhere once its
-   * lock expires. Resolves within about `timeoutMs` + ABANDON_AFTER_MS + a few seconds, whatever
+   * ignores its signal is abandoned ABANDON_AFTER_MS later, or let go at its own `timeoutMs` if
+   * that comes first (still interrupted: the shutdown's abort came first): its job runs again
+   * elsewhere. Resolves within about `timeoutMs` + ABANDON_AFTER_MS + a few seconds, whatever
    * the handlers and Redis do.
    */
   close(timeoutMs?: number): Promise<void>;

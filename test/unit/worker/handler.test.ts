@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { defineHandler, isHandler } from '../../../src/worker/handler.js';
+import {
+  DEFAULT_TIMEOUT_MS,
+  defineHandler,
+  isHandler,
+  MAX_TIMEOUT_MS,
+} from '../../../src/worker/handler.js';
 
 const handle = () => undefined;
 
@@ -12,7 +17,9 @@ describe('defineHandler', () => {
       where: undefined,
       attempts: 8,
       backoff: { type: 'exponential', delayMs: 1000, jitter: 0.5 },
+      timeoutMs: 300_000,
     });
+    expect(DEFAULT_TIMEOUT_MS, '5 minutes').toBe(300_000);
     expect(isHandler(handler)).toBe(true);
     expect(Object.isFrozen(handler)).toBe(true);
   });
@@ -52,6 +59,27 @@ describe('defineHandler', () => {
     expect(handler.rateLimit).toEqual({ max: 2, durationMs: 1_000 });
     expect(Object.isFrozen(handler.rateLimit)).toBe(true);
     expect(defineHandler({ name: 'b', handle }).rateLimit).toBeUndefined();
+  });
+
+  it.each([
+    ['0', 0],
+    ['a negative number', -1],
+    ['a fraction', 1.5],
+    ['a string', '5m'],
+    ['null', null],
+    ['Infinity', Infinity],
+    ["more than setTimeout's longest delay", MAX_TIMEOUT_MS + 1],
+  ])('refuses a timeoutMs of %s, naming its bounds', (_, timeoutMs) => {
+    expect(() => defineHandler({ name: 'a', timeoutMs: timeoutMs as never, handle })).toThrow(
+      `Handler "a": timeoutMs must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}`,
+    );
+  });
+
+  it('keeps a timeoutMs from 1 ms to the longest delay', () => {
+    expect(defineHandler({ name: 'a', timeoutMs: 1, handle }).timeoutMs).toBe(1);
+    expect(defineHandler({ name: 'a', timeoutMs: MAX_TIMEOUT_MS, handle }).timeoutMs).toBe(
+      MAX_TIMEOUT_MS,
+    );
   });
 
   it('does not take plain objects for handlers', () => {

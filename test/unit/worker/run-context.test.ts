@@ -43,10 +43,20 @@ describe('a run context', () => {
   it('fires a signal read before the worker aborts the run', () => {
     const { run } = newRun();
     const signal = run.signal;
-    expect(RunContext.aborted(run)).toBe(false);
-    RunContext.abort(run, new Error('worker shutting down'));
+    expect(RunContext.abortedFor(run)).toBeUndefined();
+    const shutdown = new Error('worker shutting down');
+    RunContext.abort(run, shutdown);
     expect(signal.aborted).toBe(true);
-    expect(RunContext.aborted(run)).toBe(true);
+    expect(RunContext.abortedFor(run)).toBe(shutdown);
+  });
+
+  it('keeps the first reason it was aborted for', () => {
+    const { run } = newRun();
+    const timeout = new DOMException('handler "look" timed out after 5 ms', 'TimeoutError');
+    RunContext.abort(run, timeout);
+    RunContext.abort(run, new Error('worker shutting down'));
+    expect(RunContext.abortedFor(run)).toBe(timeout);
+    expect(run.signal.reason).toBe(timeout);
   });
 
   it('gives a signal already fired when first read after the abort', () => {

@@ -9,6 +9,7 @@ import {
   ApiUnauthorizedError,
   ApiValidationError,
 } from '../../../src/api/api-errors.js';
+import { attemptTimeoutError } from '../../../src/worker/attempt-timeout.js';
 import {
   decideRun,
   REASON_MAX_CHARS,
@@ -85,6 +86,19 @@ describe('decideRun', () => {
     expect(failed(new Error('still down'), { attempt: 5 })).toEqual({
       kind: 'fail',
       reason: 'still down',
+    });
+  });
+
+  it('retries an attempt that timed out with the backoff, and fails it for good after the last', () => {
+    const timeout = attemptTimeoutError('slow', 50);
+    expect(failed(timeout)).toEqual({
+      kind: 'retry',
+      delayMs: 2_000,
+      reason: 'handler "slow" timed out after 50 ms',
+    });
+    expect(failed(timeout, { attempt: 5 })).toEqual({
+      kind: 'fail',
+      reason: 'handler "slow" timed out after 50 ms',
     });
   });
 

@@ -1,0 +1,66 @@
+/**
+ * An attempt's timeout (the handler's `timeoutMs`): a handler whose `handle` never settles (a
+ * fetch with no timeout, a promise nobody resolves) would hold its worker's slot until shutdown,
+ * its run "running" for ever. At the timeout its signal fires and the worker stops waiting: the
+ * attempt fails, whatever the handler does next.
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises';
+
+/**
+ * The reason the run's signal fires with at the timeout, and the attempt's error: a DOMException
+ * named `TimeoutError`, as `AbortSignal.timeout` makes, so `fetch` rejects with it and a handler
+ * can tell it from the shutdown's abort by its name.
+ */
+export function attemptTimeoutError(handler: string, timeoutMs: number): DOMException {
+  return new DOMException(`handler "${handler}" timed out after ${timeoutMs} ms`, 'TimeoutError');
+}
+
+/** Whether a run was aborted for its timeout, not for the worker's shutdown. */
+export function isAttemptTimeout(reason: unknown): reason is DOMException {
+  return reason instanceof DOMException && reason.name === 'TimeoutError';
+}
+
+export interface TimeoutWatch {
+  readonly handler: string;
+  readonly timeoutMs: number;
+  /** Fires the run's signal with the timeout's error. */
+  abort(reason: DOMException): void;
+  /** The handler had not settled a turn of the event loop after its signal fired. */
+  ignored(): void;
+}
+
+/**
+ * What `pending` settles to, or at the timeout the TimeoutError, after firing the signal. One
+ * turn of the event loop is left to a handler that honours its signal (its rejection is
+ * microtasks away); one that has not settled by then is told of (`ignored`) and left to run:
+ * nothing can stop a promise, and the slot must not wait for it.
+ */
+export async function settleWithin<T>(pending: PromiseLike<T>, watch: TimeoutWatch): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let timeout: DOMException | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      timeout = attemptTimeoutError(watch.handler, watch.timeoutMs);
+      // Rejected before the signal fires, so the timeout wins the race over the rejection a
+      // handler that honours its signal gives.
+      reject(timeout);
+      watch.abort(timeout);
+    }, watch.timeoutMs);
+  });
+  try {
+    return await Promise.race([pending, timedOut]);
+  } catch (error) {
+    if (error === timeout) await reportIfIgnored(pending, watch);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function reportIfIgnored(pending: PromiseLike<unknown>, watch: TimeoutWatch): Promise<void> {
+  let settled = false;
+  const mark = () => void (settled = true);
+  pending.then(mark, mark);
+  await nextTurn();
+  if (!settled) watch.ignored();
+}
