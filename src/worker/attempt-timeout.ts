@@ -46,6 +46,9 @@ export async function settleWithin<T>(pending: PromiseLike<T>, watch: TimeoutWat
       reject(timeout);
       watch.abort(timeout);
     }, watch.timeoutMs);
+    // A worker's connections keep the process up while it runs; after its close, the timer of an
+    // abandoned attempt must not hold an embedding process's exit for up to its timeoutMs.
+    timer.unref();
   });
   try {
     return await Promise.race([pending, timedOut]);
