@@ -80,12 +80,6 @@ export function handlerOfRunId(runId: string): string | undefined {
   return dot > 0 && dot < runId.length - 1 ? runId.slice(dot + 1) : undefined;
 }
 
-/**
- * The backoff type of every run job: the worker computes each retry's delay from the handler's
- * backoff (see run-policy.ts), the same delay its log line reports.
- */
-export const RUN_BACKOFF_TYPE = 'handler-backoff';
-
 /** What a routed delivery's job returns: the handlers that took it, one run each. */
 export interface RoutingResult {
   readonly handlers: readonly string[];
@@ -230,7 +224,8 @@ export function runJobOptions(
     jobId,
     deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
     attempts,
-    backoff: { type: RUN_BACKOFF_TYPE },
+    // No type of BullMQ's: the worker's backoffStrategy gives the delay its log line reports.
+    backoff: { type: 'handler-backoff' },
     keepLogs: MOST_ATTEMPT_RECORDS,
   };
 }
