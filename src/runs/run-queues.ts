@@ -245,10 +245,7 @@ export async function readAttempts(
   completed: boolean,
 ): Promise<AttemptRecord[]> {
   const { logs } = await queue.getJobLogs(job.id!, 0, MOST_ATTEMPT_RECORDS - 1);
-  const logged = logs.flatMap((line) => {
-    const record = parseAttempt(line);
-    return record ? [record] : [];
-  });
+  const logged = logs.flatMap(parseAttempt);
   const last = completed ? completingAttempt(job) : undefined;
   return last ? [...logged, last] : logged;
 }
@@ -266,14 +263,14 @@ export function completingAttempt(job: Job<unknown>): AttemptRecord | undefined 
   };
 }
 
-function parseAttempt(line: string): AttemptRecord | undefined {
+/** A log line's attempt record, or none for a line that is not one. */
+function parseAttempt(line: string): AttemptRecord[] {
   try {
-    const value: unknown = JSON.parse(line);
-    const record = value as Partial<AttemptRecord> | null;
+    const record = JSON.parse(line) as Partial<AttemptRecord> | null;
     return typeof record?.attempt === 'number' && typeof record.startedAt === 'string'
-      ? (record as AttemptRecord)
-      : undefined;
+      ? [record as AttemptRecord]
+      : [];
   } catch {
-    return undefined;
+    return [];
   }
 }
