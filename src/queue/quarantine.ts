@@ -11,11 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import {
-  interpretPayload,
-  type InvalidPayloadIssue,
-  type Interpretation,
-} from '../webhooks/delivery.js';
+import { interpretPayload, type InvalidPayloadIssue } from '../webhooks/delivery.js';
 import type { DeliveryQueue, EnqueueStatus } from './deliveries-queue.js';
 import type { RedisConnection } from './redis.js';
 import { createReplicatedWrites, type ReplicatedWrites } from './replicated-writes.js';
@@ -244,7 +240,7 @@ export function createQuarantine({
     async replay(id, deliveries) {
       const entry = await quarantine.get(id);
       if (!entry) return { id, status: 'not_found' };
-      const outcome: Interpretation = interpretPayload(entry.body, {
+      const outcome = interpretPayload(entry.body, {
         deliveryId: entry.deliveryId,
         receivedAt: new Date(),
       });

@@ -116,13 +116,11 @@ function createSharedWait(node: Redis, replicas: number): SharedWait {
       }
       const generation = generationOf(node);
       for (const waiter of batch) {
-        if (failure === undefined && acknowledged >= replicas && waiter.generation === generation) {
+        // Answered, on the socket its write went out on.
+        const answered = failure === undefined && waiter.generation === generation;
+        if (answered && acknowledged >= replicas) {
           waiter.resolve();
-        } else if (
-          failure === undefined &&
-          waiter.generation === generation &&
-          Date.now() < waiter.deadline
-        ) {
+        } else if (answered && Date.now() < waiter.deadline) {
           waiting.push(waiter);
         } else {
           waiter.reject(

@@ -6,7 +6,7 @@
  * are under the `waiting` filter, read from their queue; the `quarantined` filter lists the
  * quarantine's entries.
  */
-import type { Job, Queue } from 'bullmq';
+import type { Job, JobState, Queue } from 'bullmq';
 import { summarize, type HistoryEntry, type RecordSummary } from '../history/delivery-history.js';
 import { stateOfEntry, type HistoryQuery, type HistorySearch } from '../history/history-search.js';
 import { findDelivery } from '../queue/deliveries-queue.js';
@@ -96,8 +96,6 @@ export const WAITING_SHOWN = 200;
 /** How many quarantine entries a search looks through (never whole bodies: quarantine.search). */
 const QUARANTINE_SEARCHED = 2_000;
 
-type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
-
 export function createDeliveryLog(
   deliveries: Queue<Delivery>,
   runs: RunReader,
@@ -121,7 +119,7 @@ export function createDeliveryLog(
 
   async function view(
     job: Job<Delivery>,
-    state: JobState,
+    state: JobState | 'unknown',
     delivery: Delivery,
   ): Promise<DeliveryView> {
     const base = {
@@ -192,7 +190,7 @@ export function createDeliveryLog(
     async get(key) {
       const job = await findDelivery(deliveries, key);
       const read = job ? readDelivery(job.data) : undefined;
-      if (job && read?.ok) return view(job, (await job.getState()) as JobState, read.delivery);
+      if (job && read?.ok) return view(job, await job.getState(), read.delivery);
       const entry = await history.byKey(key);
       return entry ? fromHistory(entry) : undefined;
     },

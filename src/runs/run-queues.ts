@@ -80,12 +80,6 @@ export function handlerOfRunId(runId: string): string | undefined {
   return dot > 0 && dot < runId.length - 1 ? runId.slice(dot + 1) : undefined;
 }
 
-/**
- * The backoff type of every run job: the worker computes each retry's delay from the handler's
- * backoff (see run-policy.ts), the same delay its log line reports.
- */
-export const RUN_BACKOFF_TYPE = 'handler-backoff';
-
 /** What a routed delivery's job returns: the handlers that took it, one run each. */
 export interface RoutingResult {
   readonly handlers: readonly string[];
@@ -230,7 +224,8 @@ export function runJobOptions(
     jobId,
     deduplication: { id: jobId, ttl: dedupeTtlSeconds * 1000 },
     attempts,
-    backoff: { type: RUN_BACKOFF_TYPE },
+    // No type of BullMQ's: the worker's backoffStrategy gives the delay its log line reports.
+    backoff: { type: 'handler-backoff' },
     keepLogs: MOST_ATTEMPT_RECORDS,
   };
 }
@@ -250,10 +245,7 @@ export async function readAttempts(
   completed: boolean,
 ): Promise<AttemptRecord[]> {
   const { logs } = await queue.getJobLogs(job.id!, 0, MOST_ATTEMPT_RECORDS - 1);
-  const logged = logs.flatMap((line) => {
-    const record = parseAttempt(line);
-    return record ? [record] : [];
-  });
+  const logged = logs.flatMap(parseAttempt);
   const last = completed ? completingAttempt(job) : undefined;
   return last ? [...logged, last] : logged;
 }
@@ -271,14 +263,14 @@ export function completingAttempt(job: Job<unknown>): AttemptRecord | undefined 
   };
 }
 
-function parseAttempt(line: string): AttemptRecord | undefined {
+/** A log line's attempt record, or none for a line that is not one. */
+function parseAttempt(line: string): AttemptRecord[] {
   try {
-    const value: unknown = JSON.parse(line);
-    const record = value as Partial<AttemptRecord> | null;
+    const record = JSON.parse(line) as Partial<AttemptRecord> | null;
     return typeof record?.attempt === 'number' && typeof record.startedAt === 'string'
-      ? (record as AttemptRecord)
-      : undefined;
+      ? [record as AttemptRecord]
+      : [];
   } catch {
-    return undefined;
+    return [];
   }
 }

@@ -2,7 +2,7 @@
  * Loads the custom handlers named in HANDLERS. Any problem stops the worker at start, with a
  * message naming the module: a worker that silently skips a handler would drop its deliveries.
  */
-import { isAbsolute, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { isHandler, type Handler } from './handler.js';
 
@@ -22,7 +22,7 @@ export async function loadHandlerModules(
 ): Promise<Handler[]> {
   const handlers: Handler[] = [];
   for (const path of paths) {
-    const file = isAbsolute(path) ? path : resolve(cwd, path);
+    const file = resolve(cwd, path);
     let module: { default?: unknown };
     try {
       module = (await import(pathToFileURL(file).href)) as { default?: unknown };
