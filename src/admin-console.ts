@@ -19,7 +19,7 @@ import { createDeadLetter } from './runs/dead-letter.js';
 import { readRoster } from './runs/handler-roster.js';
 import { createDeliveryLog } from './runs/delivery-log.js';
 import { createSimilarGroups } from './grouping/similar-groups.js';
-import { createRunQueues, type RunQueues } from './runs/run-queues.js';
+import { createRunQueues, handlerRunRetention, type RunQueues } from './runs/run-queues.js';
 import { createRunAgain } from './runs/restart.js';
 import { createRunReader } from './runs/run-reader.js';
 import type { Delivery } from './webhooks/delivery.js';
@@ -74,7 +74,12 @@ export function openConsoleQueues(
 export function openAdminConsole(
   config: Pick<
     ReceiverConfig,
-    'redisUrl' | 'queuePrefix' | 'dedupeTtlSeconds' | 'traceUrlTemplate' | 'similar'
+    | 'redisUrl'
+    | 'queuePrefix'
+    | 'dedupeTtlSeconds'
+    | 'traceUrlTemplate'
+    | 'similar'
+    | 'completedJobRetentionSeconds'
   >,
   token: string,
   intake: DeliveryQueueProducer,
@@ -98,6 +103,7 @@ export function openAdminConsole(
     runQueues,
     markers,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
+    retention: handlerRunRetention(config.completedJobRetentionSeconds),
     similarFacts: similarGroups?.asRouted,
   });
   return {

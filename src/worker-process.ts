@@ -9,8 +9,7 @@ import type { WorkerConfig } from './config.js';
 import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './metrics.js';
-import { keepCompletedFor } from './queue/deliveries-queue.js';
-import { HANDLER_RUN_RETENTION } from './runs/run-queues.js';
+import { handlerRunRetention } from './runs/run-queues.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
 import {
   closeConnection,
@@ -135,7 +134,7 @@ export async function startWorker(
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     ackReplicas: config.ackReplicas,
     lockDurationMs: config.lockSeconds * 1000,
-    retention: keepCompletedFor(HANDLER_RUN_RETENTION, config.completedJobRetentionSeconds),
+    retention: handlerRunRetention(config.completedJobRetentionSeconds),
     metrics,
     dryRun: config.triage?.dryRun === true,
     similar: config.similar,

@@ -10,6 +10,7 @@ import {
   type LegacyRunsMove,
   type MoveLegacyRunsOptions,
 } from '../runs/legacy-runs.js';
+import { handlerRunRetention } from '../runs/run-queues.js';
 import type { DeliveryQueueProducer } from '../queue/deliveries-queue.js';
 import { openProducerQueues } from '../queue/producer-queues.js';
 import { createQuarantine } from '../queue/quarantine.js';
@@ -55,6 +56,7 @@ export async function withQueues<T>(
         runQueues,
         markers,
         dedupeTtlSeconds: config.dedupeTtlSeconds,
+        retention: handlerRunRetention(config.completedJobRetentionSeconds),
         similarFacts: similarGroups?.asRouted,
       }),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { ROUTING, type HistoryEntry } from '../history/delivery-history.js';
 import type { HistorySearch, HistoryState } from '../history/history-search.js';
+import type { JobRetention } from '../queue/deliveries-queue.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
@@ -98,6 +99,8 @@ export function createBulkActions(options: {
   readonly runQueues: Pick<RunQueues, 'of' | 'handlers'>;
   readonly markers: SuccessMarkers;
   readonly dedupeTtlSeconds: number;
+  /** A new run's retention: the worker's runs' (COMPLETED_JOB_RETENTION_SECONDS), not the default. */
+  readonly retention: JobRetention;
   /**
    * With SIMILAR on: a delivery's grouping facts as its routing stored them (similar-groups.ts
    * `asRouted`), for a new run to see what its delivery's other runs saw.
@@ -178,7 +181,7 @@ export function createBulkActions(options: {
       runQueues,
       { deliveryJobId: target.deliveryJobId, delivery: read.delivery, similar },
       [{ handler: target.handler, attempts, life: Date.now() }],
-      { dedupeTtlSeconds: options.dedupeTtlSeconds },
+      { dedupeTtlSeconds: options.dedupeTtlSeconds, retention: options.retention },
     );
     return true;
   }

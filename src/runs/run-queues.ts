@@ -6,7 +6,7 @@
 import { Queue, type ConnectionOptions, type Job, type JobsOptions } from 'bullmq';
 import { deduplicationIdFor, type Delivery } from '../webhooks/delivery.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
-import type { JobRetention } from '../queue/deliveries-queue.js';
+import { keepCompletedFor, type JobRetention } from '../queue/deliveries-queue.js';
 import type { RedisConnection } from '../queue/redis.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { readRoster } from './handler-roster.js';
@@ -116,6 +116,11 @@ export const HANDLER_RUN_RETENTION: JobRetention = {
   removeOnComplete: { age: 24 * 60 * 60, count: 10_000 },
   removeOnFail: { age: 30 * 24 * 60 * 60, count: 100_000 },
 };
+
+/** A run's retention: its completed job kept for COMPLETED_JOB_RETENTION_SECONDS, whoever adds it. */
+export function handlerRunRetention(completedJobRetentionSeconds: number): JobRetention {
+  return keepCompletedFor(HANDLER_RUN_RETENTION, completedJobRetentionSeconds);
+}
 
 /**
  * A run's job id: its delivery's job id and the handler's name. A delivery job is made per

@@ -5,13 +5,16 @@ import { createBulkActions } from '../../src/runs/bulk-actions.js';
 import { createDeadLetter } from '../../src/runs/dead-letter.js';
 import { readRoster } from '../../src/runs/handler-roster.js';
 import { readDeliveryStats } from '../../src/queue/delivery-stats.js';
-import type { RunQueues } from '../../src/runs/run-queues.js';
+import { handlerRunRetention, type RunQueues } from '../../src/runs/run-queues.js';
 import { createHistorySearch } from '../../src/history/history-search.js';
 import { createDeliveryLog } from '../../src/runs/delivery-log.js';
 import { createRunAgain } from '../../src/runs/restart.js';
 import { createRunReader } from '../../src/runs/run-reader.js';
 import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
 import type { TestWorkerEnv } from './test-worker.js';
+
+/** COMPLETED_JOB_RETENTION_SECONDS of the console's app: other than the default day. */
+export const RUN_RETENTION_SECONDS = 7_200;
 
 export function createTestAdminApp(
   env: TestWorkerEnv,
@@ -55,6 +58,7 @@ export function createTestAdminApp(
           runQueues,
           markers,
           dedupeTtlSeconds: env.dedupeTtlSeconds,
+          retention: handlerRunRetention(RUN_RETENTION_SECONDS),
           similarFacts: similarGroups?.asRouted,
         }),
         handlerNames: async () =>

@@ -8,6 +8,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHistorySearch } from '../../src/history/history-search.js';
 import { BulkBusyError, createBulkActions } from '../../src/runs/bulk-actions.js';
+import { handlerRunRetention } from '../../src/runs/run-queues.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import type { WorkerRuntime } from '../../src/worker/runtime.js';
 import { createTestAdminApp } from '../helpers/admin-app.js';
@@ -197,6 +198,7 @@ describe('bulk actions in one process', () => {
       runQueues: laterWorker.runQueues,
       markers: { connection, prefix },
       dedupeTtlSeconds: env.dedupeTtlSeconds,
+      retention: handlerRunRetention(3_600),
     });
     // Asked for together: none of them has started when the next is asked for.
     const asked = [1, 2, 3].map(() => bulk.start({ action: 'retry', q: 'no-such-words' }));

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { afterEach, expect, it, vi } from 'vitest';
 import { defineHandler } from '../../src/worker/handler.js';
-import { createTestAdminApp } from '../helpers/admin-app.js';
+import { createTestAdminApp, RUN_RETENTION_SECONDS } from '../helpers/admin-app.js';
 import { countRuns } from '../helpers/completed-runs.js';
 import { refusingTheRunOf } from '../helpers/refusing-redis-user.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
@@ -95,6 +95,11 @@ it("shows a backfilled run on its delivery's page and API, and runs it again", a
     expect(progress.body).toMatchObject({ state: 'done', queued: 1 });
     expect(late).toEqual(['fb_backfilled']);
   });
+  // Kept as the worker's own runs are (COMPLETED_JOB_RETENTION_SECONDS), not for the default day.
+  const backfilled = await later.runQueues.of('late').getJobs(['completed']);
+  expect(backfilled.map((job) => job.opts.removeOnComplete)).toEqual([
+    expect.objectContaining({ age: RUN_RETENTION_SECONDS }),
+  ]);
 
   const path = `/admin/api/deliveries/${encodeURIComponent(key)}`;
   await eventually(async () => {
