@@ -276,6 +276,20 @@ describe('starting a worker with rules that notify', () => {
     );
   });
 
+  it('refuses to start when the variable holds a URL with a user and password, without repeating it', async () => {
+    // Before, it started, and fetch refused every message ("no answer"), 8 attempts each.
+    const config = loadWorkerConfig({
+      TRIAGE_RULES: rulesFile(),
+      TRIAGE_DRY_RUN: 'true',
+      SLACK_WEBHOOK_URL: chat.url.replace('://', '://bot:s3cr3tPassw0rd@') + SECRET_PATH,
+    });
+    const refused = await resolveHandlers(config).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(TriageRulesError);
+    const { message } = refused as Error;
+    expect(message).toMatch(/SLACK_WEBHOOK_URL, which holds a user or password/);
+    expect(message).not.toMatch(/s3cr3t/);
+  });
+
   it('starts when it is set, declaring the windows of its rules', async () => {
     const config = loadWorkerConfig({
       TRIAGE_RULES: rulesFile(),
