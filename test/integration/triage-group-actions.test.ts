@@ -161,6 +161,15 @@ describe('a rule that notifies', () => {
     expect(result.notified).toEqual(['SLACK_WEBHOOK_URL']);
   });
 
+  it('cuts a long title to 200 characters without cutting an emoji in two', async () => {
+    const handler = handlerFor([incident]);
+    await handle(handler, { id: 'fb_6', title: `${'a'.repeat(198)}${'😀'.repeat(3)}` }, fifth);
+    const { title, text } = chat.requests[0]?.body as { title: string; text: string };
+    // Cut through the pair, its first half was left alone: `\ud83d` in the JSON, � in Slack.
+    expect(title).toBe(`${'a'.repeat(198)}…`);
+    expect(text.isWellFormed()).toBe(true);
+  });
+
   it('notifies without grouping, with no group size and a path for a link', async () => {
     const handler = handlerFor(
       [
