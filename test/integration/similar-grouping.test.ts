@@ -131,8 +131,12 @@ describe('grouping similar feedback in routing', () => {
     const MONTH_MS = 30 * 24 * HOUR_MS;
     const seen = new Map<string, SimilarFacts | undefined>();
     const handler = defineHandler({
-      ...watching(seen, [{ atLeast: 2, withinMs: MONTH_MS }]),
+      name: 'watch',
+      similarWindows: [{ atLeast: 2, withinMs: MONTH_MS }],
       rateLimit: { max: 10, durationMs: MONTH_MS },
+      handle: async (ctx: HandlerContext) => {
+        seen.set(ctx.record.id, ctx.similar);
+      },
     });
     await env.startWorker({ handlers: [handler], similar: similarOn });
     await env.deliver(checkoutReport(0));
