@@ -3,6 +3,7 @@
  * shared rate limiter first, has a timeout, and fails with one error class per kind of failure.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { cutText } from '../cut-text.js';
 import type { Logger } from '../logger.js';
 import { activeSpan, inSpan, type TraceSpan } from '../tracing/tracer.js';
 import { FeedbackRecordSchema, type FeedbackRecord } from '../webhooks/feedback-record.js';
@@ -274,7 +275,7 @@ async function readBody(
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    return text.length > MAX_BODY_TEXT ? `${text.slice(0, MAX_BODY_TEXT)}…` : text;
+    return text.length > MAX_BODY_TEXT ? `${cutText(text, MAX_BODY_TEXT)}…` : text;
   }
 }
 

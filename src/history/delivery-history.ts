@@ -14,6 +14,7 @@
  * The writes go in batches, one script call each (history-writer.ts); reads are a few commands
  * whatever is kept. A history entry is a few hundred bytes; the whole record stays in its job.
  */
+import { cutText } from '../cut-text.js';
 import { keyOfRecord } from '../webhooks/delivery.js';
 import type { FeedbackRecord } from '../webhooks/feedback-record.js';
 import type { RedisConnection } from '../queue/redis.js';
@@ -120,7 +121,7 @@ export function summarize(record: FeedbackRecord): RecordSummary {
     id: record.id,
     ...(typeof record.feedback_id === 'number' ? { feedback_id: record.feedback_id } : {}),
     ...(typeof record.project_id === 'string' ? { project_id: record.project_id } : {}),
-    ...(typeof record.title === 'string' ? { title: record.title.slice(0, LONGEST_TITLE) } : {}),
+    ...(typeof record.title === 'string' ? { title: cutText(record.title, LONGEST_TITLE) } : {}),
     ...(typeof record.rating === 'number' ? { rating: record.rating } : {}),
     ...(record.reporter?.email ? { reporter: { email: record.reporter.email } } : {}),
   };
@@ -151,7 +152,7 @@ export function storedOutcome(handler: string, outcome: HistoryOutcome): string 
     h: handler,
     s: outcome.state === 'completed' ? 'c' : 'f',
     at: Date.parse(outcome.at),
-    ...(outcome.reason ? { r: outcome.reason.slice(0, LONGEST_REASON) } : {}),
+    ...(outcome.reason ? { r: cutText(outcome.reason, LONGEST_REASON) } : {}),
     ...(outcome.result === undefined ? {} : compactResult(outcome.result)),
   };
   return JSON.stringify(stored);

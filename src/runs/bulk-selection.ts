@@ -24,6 +24,11 @@ const BulkSelectionSchema = z
   .refine((selection) => selection.action !== 'run-again' || selection.handler !== undefined, {
     message: 'run-again needs a handler',
     path: ['handler'],
+  })
+  // A retry takes every failed run of the result: a handler given with it was echoed and ignored.
+  .refine((selection) => selection.action !== 'retry' || selection.handler === undefined, {
+    message: 'only run-again takes a handler; a retry takes every failed run of the result',
+    path: ['handler'],
   });
 
 /** A span such as 30m, 24h or 7d, in ms; undefined when the text is not one. */

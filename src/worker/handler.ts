@@ -170,19 +170,19 @@ export function defineHandler(definition: HandlerDefinition): Handler {
   const similarWindows = definition.similarWindows ?? [];
   if (
     !Array.isArray(similarWindows) ||
-    !similarWindows.every((w) => isWholeAtLeastOne(w?.atLeast) && isWholeAtLeastOne(w.withinMs))
+    !similarWindows.every((w) => isWholeAtLeastOne(w?.atLeast) && isSpan(w.withinMs))
   ) {
     throw new TypeError(
-      `Handler "${name}": similarWindows must be a list of { atLeast, withinMs }, whole numbers of at least 1`,
+      `Handler "${name}": similarWindows must be a list of { atLeast, withinMs }, whole numbers of at least 1, withinMs at most 30 days (${MAX_SPAN_MS})`,
     );
   }
   const { rateLimit } = definition;
   if (
     rateLimit !== undefined &&
-    !(isWholeAtLeastOne(rateLimit?.max) && isWholeAtLeastOne(rateLimit.durationMs))
+    !(isWholeAtLeastOne(rateLimit?.max) && isSpan(rateLimit.durationMs))
   ) {
     throw new TypeError(
-      `Handler "${name}": rateLimit must be { max, durationMs }, whole numbers of at least 1 (for 100 runs a minute: { max: 100, durationMs: 60_000 })`,
+      `Handler "${name}": rateLimit must be { max, durationMs }, whole numbers of at least 1, durationMs at most 30 days (for 100 runs a minute: { max: 100, durationMs: 60_000 })`,
     );
   }
   const { timeoutMs = DEFAULT_TIMEOUT_MS } = definition;
@@ -211,6 +211,17 @@ export function defineHandler(definition: HandlerDefinition): Handler {
 
 function isWholeAtLeastOne(value: unknown): boolean {
   return Number.isInteger(value) && (value as number) >= 1;
+}
+
+/**
+ * The longest window or rate-limit duration, as triage rules' `within`: 30 days. Redis scripts
+ * write a number past some 10^14 as `1e+14`, which Redis refuses: a window that long failed the
+ * routing of every grouped delivery, a rateLimit that long stalled its queue.
+ */
+const MAX_SPAN_MS = 30 * 86_400_000;
+
+function isSpan(value: unknown): boolean {
+  return isWholeAtLeastOne(value) && (value as number) <= MAX_SPAN_MS;
 }
 
 /** True for what defineHandler returns, even from another copy of this package. */

@@ -5,6 +5,7 @@
  */
 import { UnrecoverableError } from 'bullmq';
 import { isApiRateLimitedError, isFinalApiError } from '../api/api-errors.js';
+import { cutText } from '../cut-text.js';
 import type { HandlerBackoff } from './handler.js';
 
 export type RunDecision =
@@ -92,7 +93,7 @@ export const REASON_MAX_CHARS = 2_000;
 export function describe(error: unknown): string {
   const text = messageOf(error);
   return text.length > REASON_MAX_CHARS
-    ? `${text.slice(0, REASON_MAX_CHARS)}… (${text.length} characters)`
+    ? `${cutText(text, REASON_MAX_CHARS)}… (${text.length} characters)`
     : text;
 }
 

@@ -441,6 +441,30 @@ describe('access', () => {
   });
 });
 
+describe('a method an endpoint does not take', () => {
+  it.each([
+    ['get', '/admin/api/deliveries/feedback.created%3Afb_c1/detach', 'POST'],
+    ['post', '/admin/api/groups', 'GET'],
+    ['delete', '/admin/api/deliveries/feedback.created%3Afb_c1', 'GET'],
+    ['put', '/admin/api/dead-letter/retry', 'POST'],
+  ] as const)('answers %s %s 405, with Allow: %s', async (method, path, allowed) => {
+    const response = await request(app)[method](path).set('Authorization', bearer).expect(405);
+    expect(response.headers.allow).toBe(allowed);
+    expect(response.body).toMatchObject({ code: 'METHOD_NOT_ALLOWED' });
+  });
+
+  it('answers 404 for a path no endpoint has, whatever the method', async () => {
+    const agent = request(app);
+    for (const send of [agent.get, agent.post]) {
+      const response = await send
+        .call(agent, '/admin/api/no-such-endpoint')
+        .set('Authorization', bearer)
+        .expect(404);
+      expect(response.body).toMatchObject({ code: 'NOT_FOUND' });
+    }
+  });
+});
+
 describe('a delivery whose job is no longer kept', () => {
   it('is still listed and found, and its page shows what the history keeps', async () => {
     const key = 'feedback.created:fb_c2';

@@ -168,6 +168,7 @@ describe('POST /admin/api/deliveries/bulk', () => {
       /no worker has started with a handler named "nobody-has-it"/,
     ],
     [{ action: 'run-again' }, /handler: run-again needs a handler/],
+    [{ action: 'retry', handler: 'picky' }, /handler: only run-again takes a handler/],
     [{ action: 'retry', since: 'yesterday' }, /since: expected a number and a unit/],
     [{ action: 'delete' }, /action: /],
     [{ action: 'retry', sort: 'title' }, /sort: unknown field/],

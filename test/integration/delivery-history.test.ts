@@ -158,6 +158,18 @@ describe('the delivery history', () => {
     expect(entry?.outcomes.triage?.result).not.toHaveProperty('answer');
     expect(await history.byKey('feedback.created:fb_h0')).toBeUndefined();
   });
+  it('keeps a long title and reason to their last whole character, never half an emoji', async () => {
+    const long = delivery({ id: 'fb_h6', title: `${'a'.repeat(199)}${'😀'.repeat(3)}` });
+    writer.routed(long, 'job-6', ['triage']);
+    const reason = `${'b'.repeat(299)}😀 and more`;
+    writer.finished(long, 'triage', { state: 'failed', at: new Date().toISOString(), reason });
+    await writer.close();
+    const entry = await history.byKey(long.key);
+    // Cut through the pair, the first half was kept alone: `\ud83d` in the API, � on the page.
+    expect(entry?.record.title).toBe('a'.repeat(199));
+    expect(entry?.outcomes.triage?.reason).toBe('b'.repeat(299));
+  });
+
   it('lists a delivery once however many of its runs failed, and holds the newest outcome', async () => {
     const eve = delivery({ id: 'fb_h5', title: 'Twice unlucky' });
     // One clock reading, and each line's time given from it: read again per line, the clock of a

@@ -125,6 +125,30 @@ describe('grouping similar feedback in routing', () => {
     expect(Math.max(...facts.map((fact) => fact!.matches.length))).toBe(10);
   });
 
+  it('routes and crosses with the longest window and rateLimit a handler may declare, 30 days', async () => {
+    // A longer one is refused at load: the scripts wrote it as 1e+14 or the like, which Redis
+    // refused, failing every routing of a grouped delivery.
+    const MONTH_MS = 30 * 24 * HOUR_MS;
+    const seen = new Map<string, SimilarFacts | undefined>();
+    const handler = defineHandler({
+      name: 'watch',
+      similarWindows: [{ atLeast: 2, withinMs: MONTH_MS }],
+      rateLimit: { max: 10, durationMs: MONTH_MS },
+      handle: async (ctx: HandlerContext) => {
+        seen.set(ctx.record.id, ctx.similar);
+      },
+    });
+    await env.startWorker({ handlers: [handler], similar: similarOn });
+    await env.deliver(checkoutReport(0));
+    await env.completedRuns(1);
+    await env.deliver(checkoutReport(1));
+    await env.completedRuns(2);
+    expect(seen.get('fb_pay_1')).toMatchObject({
+      group: { size: 2 },
+      crossed: [{ atLeast: 2, withinMs: MONTH_MS }],
+    });
+  });
+
   it('counts a delivery once and keeps its group when its routing runs again', async () => {
     const logger = createLogger({ level: 'silent' });
     const grouping = () => directGrouping({ logger });

@@ -161,6 +161,15 @@ describe('a rule that notifies', () => {
     expect(result.notified).toEqual(['SLACK_WEBHOOK_URL']);
   });
 
+  it('cuts a long title to 200 characters without cutting an emoji in two', async () => {
+    const handler = handlerFor([incident]);
+    await handle(handler, { id: 'fb_6', title: `${'a'.repeat(198)}${'😀'.repeat(3)}` }, fifth);
+    const { title, text } = chat.requests[0]?.body as { title: string; text: string };
+    // Cut through the pair, its first half was left alone: `\ud83d` in the JSON, � in Slack.
+    expect(title).toBe(`${'a'.repeat(198)}…`);
+    expect(text).toContain(`: ${'a'.repeat(198)}… https://`);
+  });
+
   it('notifies without grouping, with no group size and a path for a link', async () => {
     const handler = handlerFor(
       [
@@ -274,6 +283,20 @@ describe('starting a worker with rules that notify', () => {
     expect((refused as Error).message).toMatch(
       /rule "incident" notifies the URL in SLACK_WEBHOOK_URL, which is not set/,
     );
+  });
+
+  it('refuses to start when the variable holds a URL with a user and password, without repeating it', async () => {
+    // Before, it started, and fetch refused every message ("no answer"), 8 attempts each.
+    const config = loadWorkerConfig({
+      TRIAGE_RULES: rulesFile(),
+      TRIAGE_DRY_RUN: 'true',
+      SLACK_WEBHOOK_URL: chat.url.replace('://', '://bot:s3cr3tPassw0rd@') + SECRET_PATH,
+    });
+    const refused = await resolveHandlers(config).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(TriageRulesError);
+    const { message } = refused as Error;
+    expect(message).toMatch(/SLACK_WEBHOOK_URL, which holds a user or password/);
+    expect(message).not.toMatch(/s3cr3t/);
   });
 
   it('starts when it is set, declaring the windows of its rules', async () => {

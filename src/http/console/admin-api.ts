@@ -2,7 +2,7 @@
  * The console's JSON API under /admin/api, for its pages and for scripts alike (the same token;
  * docs/admin-api.md lists every endpoint with an example answer). State changes are POSTs.
  */
-import express, { type Router } from 'express';
+import express, { type RequestHandler, type Router } from 'express';
 import { z } from 'zod';
 import { BulkBusyError, BulkSelectionError } from '../../runs/bulk-actions.js';
 import { readBulkSelection } from '../../runs/bulk-selection.js';
@@ -20,12 +20,21 @@ export function createAdminApi(sources: ConsoleSources): Router {
   const { deliveryLog, quarantine, deliveries, deadLetter, runAgain, bulk, similarGroups } =
     sources;
   const api = express.Router();
+  // Each path's methods, so that another method on it answers 405 with Allow, not 404.
+  const methods = new Map<string, string[]>();
+  const recording = (method: 'get' | 'post') =>
+    ((path: string, ...handlers: RequestHandler[]) => {
+      methods.set(path, [...(methods.get(path) ?? []), method.toUpperCase()]);
+      return api[method](path, ...(handlers as [RequestHandler]));
+    }) as typeof api.get;
+  const get = recording('get');
+  const post = recording('post');
 
-  api.get('/overview', async (_req, res) => {
+  get('/overview', async (_req, res) => {
     res.json(await readOverview(sources));
   });
 
-  api.get('/deliveries', async (req, res) => {
+  get('/deliveries', async (req, res) => {
     const check = readDeliveriesQuery(req.query);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const page = await deliveryLog.list(check.query);
@@ -33,14 +42,14 @@ export function createAdminApi(sources: ConsoleSources): Router {
   });
 
   // A bulk action: its plan (how many runs it would queue), its start, and its progress.
-  api.post('/deliveries/bulk/plan', jsonBody, async (req, res) => {
+  post('/deliveries/bulk/plan', jsonBody, async (req, res) => {
     const check = readBulkSelection(jsonFields(req.body));
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const plan = await planned(() => bulk.plan(check.selection), res);
     if (plan) res.json(plan);
   });
 
-  api.post('/deliveries/bulk', jsonBody, async (req, res) => {
+  post('/deliveries/bulk', jsonBody, async (req, res) => {
     const check = readBulkSelection(jsonFields(req.body));
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const progress = await planned(() => bulk.start(check.selection), res);
@@ -48,13 +57,13 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.status(202).location(`${CONSOLE_PATH}/api/deliveries/bulk/${progress.id}`).json(progress);
   });
 
-  api.get('/deliveries/bulk/:id', async (req, res) => {
+  get('/deliveries/bulk/:id', async (req, res) => {
     const progress = await bulk.progress(req.params.id);
     if (!progress) return notFound(res, 'bulk action');
     res.json(progress);
   });
 
-  api.get('/deliveries/:key', async (req, res) => {
+  get('/deliveries/:key', async (req, res) => {
     const delivery = await deliveryLog.get(req.params.key);
     if (!delivery) return notFound(res, 'delivery');
     const project = delivery.record.project_id;
@@ -66,7 +75,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
   });
 
   // Groups of similar feedback: with SIMILAR=off the list is empty and the rest answers 404.
-  api.get('/groups', async (req, res) => {
+  get('/groups', async (req, res) => {
     const check = readGroupsQuery(req.query);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const { since, sinceMs, project, limit } = check.query;
@@ -76,13 +85,13 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ since, ...(project === undefined ? {} : { project }), groups });
   });
 
-  api.get('/groups/:id', async (req, res) => {
+  get('/groups/:id', async (req, res) => {
     const group = await similarGroups?.get(req.params.id);
     if (!group) return notFound(res, 'group');
     res.json(group);
   });
 
-  api.post('/deliveries/:key/detach', async (req, res) => {
+  post('/deliveries/:key/detach', async (req, res) => {
     const key = req.params.key;
     // Its project says where grouping keeps it (looked for otherwise, among a bounded few).
     const project = similarGroups
@@ -96,7 +105,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ deliveryKey: key, status: outcome, group: similar?.group });
   });
 
-  api.post('/deliveries/:key/runs/:handler/run-again', async (req, res) => {
+  post('/deliveries/:key/runs/:handler/run-again', async (req, res) => {
     const { key, handler } = req.params;
     const status = await runAgain.run(key, handler);
     if (status === 'not found') {
@@ -112,7 +121,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ deliveryKey: key, handler, status });
   });
 
-  api.post('/deliveries/:key/run-again', async (req, res) => {
+  post('/deliveries/:key/run-again', async (req, res) => {
     const runs = await runAgain.all(req.params.key);
     if (runs.length === 0) {
       return sendProblem(
@@ -124,33 +133,33 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ deliveryKey: req.params.key, runs });
   });
 
-  api.get('/quarantine', async (_req, res) => {
+  get('/quarantine', async (_req, res) => {
     res.json(await readQuarantine(sources));
   });
 
-  api.get('/quarantine/:id', async (req, res) => {
+  get('/quarantine/:id', async (req, res) => {
     const entry = await quarantine.get(req.params.id);
     if (!entry) return notFound(res, 'quarantine entry');
     const { body, ...rest } = entry;
     res.json({ ...rest, size: body.length, body: body.toString('base64'), bodyEncoding: 'base64' });
   });
 
-  api.post('/quarantine/:id/replay', async (req, res) => {
+  post('/quarantine/:id/replay', async (req, res) => {
     const result = await quarantine.replay(req.params.id, deliveries);
     if (result.status === 'not_found') return notFound(res, 'quarantine entry');
     res.json(result);
   });
 
-  api.post('/quarantine/:id/delete', async (req, res) => {
+  post('/quarantine/:id/delete', async (req, res) => {
     if (!(await quarantine.delete(req.params.id))) return notFound(res, 'quarantine entry');
     res.json({ id: req.params.id, status: 'deleted' });
   });
 
-  api.get('/dead-letter', async (_req, res) => {
+  get('/dead-letter', async (_req, res) => {
     res.json(await readDeadLetter(sources));
   });
 
-  api.post('/dead-letter/retry', jsonBody, async (req, res) => {
+  post('/dead-letter/retry', jsonBody, async (req, res) => {
     const group = GroupSchema.safeParse(req.body);
     if (!group.success) {
       return sendProblem(
@@ -162,11 +171,21 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ retried: await deadLetter.retryGroup(group.data) });
   });
 
-  api.post('/dead-letter/:id/retry', async (req, res) => {
+  post('/dead-letter/:id/retry', async (req, res) => {
     if (!(await deadLetter.retry(req.params.id))) return notFound(res, 'failed run');
     res.json({ id: req.params.id, status: 'queued' });
   });
 
+  for (const [path, allowed] of methods) {
+    api.all(path, (req, res) => {
+      res.setHeader('Allow', allowed.join(', '));
+      sendProblem(
+        res,
+        'METHOD_NOT_ALLOWED',
+        `${path} takes ${allowed.join(' or ')}, not ${req.method}.`,
+      );
+    });
+  }
   api.use((_req, res) => sendProblem(res, 'NOT_FOUND', 'No such endpoint; see docs/admin-api.md.'));
   return api;
 }

@@ -4,6 +4,7 @@
  * it can post to the channel): it comes from an environment variable the rule names, and no
  * error, log line or result carries it, only the variable's name.
  */
+import { cutText } from '../../cut-text.js';
 
 /** How long one POST may take, answer included; the run's own signal can cut it shorter. */
 export const NOTIFY_TIMEOUT_MS = 10_000;
@@ -53,7 +54,7 @@ export function notifyMessage(facts: {
 }): NotifyMessage {
   const whole = facts.title ?? '';
   const title =
-    whole.length > NOTIFY_TITLE_CHARS ? `${whole.slice(0, NOTIFY_TITLE_CHARS - 1)}…` : whole;
+    whole.length > NOTIFY_TITLE_CHARS ? `${cutText(whole, NOTIFY_TITLE_CHARS - 1)}…` : whole;
   const reports = facts.groupSize === null ? '' : ` (${facts.groupSize} similar reports)`;
   // Slack reads <, > and & in `text` as markup: a visitor's title must stay text.
   const text = `${facts.rule}${reports}: ${slackEscape(title || '(no title)')} ${facts.link}`;

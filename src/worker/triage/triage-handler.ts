@@ -132,8 +132,9 @@ export interface TriageHandlerOptions {
 }
 
 /**
- * @throws {TriageRulesError} when a rule notifies through a variable that is not set, or does
- *   not hold an http(s) URL: the worker refuses to start rather than drop the messages.
+ * @throws {TriageRulesError} when a rule notifies through a variable that is not set, does not
+ *   hold an http(s) URL, or holds one with a user or password (which fetch refuses): the worker
+ *   refuses to start rather than drop the messages.
  */
 export function createTriageHandler({
   rules,
@@ -219,9 +220,16 @@ function notifyTargets(
         `TRIAGE_RULES: rule "${rule.name}" notifies the URL in ${urlFrom}, which is not set`,
       );
     }
-    if (!isHttpUrl(url)) {
+    const parsed = httpUrl(url);
+    if (!parsed) {
       throw new TriageRulesError(
         `TRIAGE_RULES: rule "${rule.name}" notifies the URL in ${urlFrom}, which does not hold an http:// or https:// URL`,
+      );
+    }
+    // fetch refuses a URL with credentials in it: every message would fail, after the start.
+    if (parsed.username !== '' || parsed.password !== '') {
+      throw new TriageRulesError(
+        `TRIAGE_RULES: rule "${rule.name}" notifies the URL in ${urlFrom}, which holds a user or password: fetch sends no message to such a URL; use one without them`,
       );
     }
     targets.set(urlFrom, { urlFrom, url });
@@ -229,11 +237,11 @@ function notifyTargets(
   return targets;
 }
 
-function isHttpUrl(text: string): boolean {
+function httpUrl(text: string): URL | undefined {
   try {
-    const { protocol } = new URL(text);
-    return protocol === 'https:' || protocol === 'http:';
+    const url = new URL(text);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }

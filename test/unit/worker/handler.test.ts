@@ -54,6 +54,21 @@ describe('defineHandler', () => {
     );
   });
 
+  // Past some 10^14 ms, Redis scripts write the number as 1e+14 and Redis refuses it: such a
+  // window failed the routing of every grouped delivery, such a rateLimit stalled its queue.
+  it('refuses a window or rateLimit longer than 30 days, such as Number.MAX_SAFE_INTEGER', () => {
+    const forever = Number.MAX_SAFE_INTEGER;
+    const window = (withinMs: number) => () =>
+      defineHandler({ name: 'a', similarWindows: [{ atLeast: 5, withinMs }], handle });
+    const limit = (durationMs: number) => () =>
+      defineHandler({ name: 'a', rateLimit: { max: 1, durationMs }, handle });
+    expect(window(forever)).toThrow(/withinMs at most 30 days/);
+    expect(window(30 * 86_400_000 + 1)).toThrow(/withinMs at most 30 days/);
+    expect(window(30 * 86_400_000)).not.toThrow();
+    expect(limit(forever)).toThrow(/durationMs at most 30 days/);
+    expect(limit(30 * 86_400_000)).not.toThrow();
+  });
+
   it('keeps a rateLimit, frozen', () => {
     const handler = defineHandler({ name: 'a', rateLimit: { max: 2, durationMs: 1_000 }, handle });
     expect(handler.rateLimit).toEqual({ max: 2, durationMs: 1_000 });
