@@ -63,15 +63,33 @@ export function compactDocument(
     const short = foldHash(hash);
     folded.set(short, (folded.get(short) ?? 0) + count);
   }
-  let entries = [...folded].map(([hash, count]) => ({ hash, count, value: count * rarity(hash) }));
-  if (entries.length > maxTerms) {
-    entries.sort((a, b) => b.value - a.value || a.hash - b.hash);
-    entries = entries.slice(0, maxTerms);
+  // In typed arrays, no object per term: a long report has hundreds of distinct terms.
+  const hashes = new Uint32Array(folded.size);
+  const counts = new Float64Array(folded.size);
+  let n = 0;
+  for (const [hash, count] of folded) {
+    hashes[n] = hash;
+    counts[n] = count;
+    n += 1;
   }
-  entries.sort((a, b) => a.hash - b.hash);
+  let kept: ArrayLike<number> = { length: n };
+  if (n > maxTerms) {
+    // Rarity is read only when there is a choice to make.
+    const values = new Float64Array(n);
+    for (let i = 0; i < n; i += 1) values[i] = counts[i]! * rarity(hashes[i]!);
+    const order = Array.from({ length: n }, (_, i) => i);
+    order.sort((a, b) => values[b]! - values[a]! || hashes[a]! - hashes[b]!);
+    kept = order.slice(0, maxTerms);
+  }
+  // Each kept term's hash and quantised count in one number (HASH_BITS + 8 bits): sorted as
+  // numbers, they come in ascending hash order with their counts.
+  const packed = Float64Array.from({ length: kept.length }, (_, i) => {
+    const at = n > maxTerms ? kept[i]! : i;
+    return hashes[at]! * 256 + quantise(counts[at]!);
+  }).sort();
   return {
-    hashes: Uint32Array.from(entries, (entry) => entry.hash),
-    counts: Uint8Array.from(entries, (entry) => quantise(entry.count)),
+    hashes: Uint32Array.from(packed, (term) => Math.floor(term / 256)),
+    counts: Uint8Array.from(packed, (term) => term % 256),
   };
 }
 
