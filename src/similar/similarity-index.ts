@@ -237,14 +237,14 @@ export class SimilarityIndex {
         let dot = scores[d] as number;
         const candidate = this.documents[d]!;
         const { hashes } = candidate;
-        // Both in ascending hash order: one walk through the document's terms finds them all.
+        // Both in ascending hash order: each term is searched for after the one before it.
         let at = 0;
         for (let t = 0; t < partial; t += 1) {
           // A document at or after the term's oldest posting read was counted with it already.
           if (d >= (partialOldest[t] as number)) continue;
           lookups += 1;
           const hash = partialHashes[t] as number;
-          while (at < hashes.length && (hashes[at] as number) < hash) at += 1;
+          at = firstHashAtLeast(hashes, at, hash);
           if (at < hashes.length && hashes[at] === hash) {
             dot +=
               (partialWeights[t] as number) *
@@ -352,6 +352,17 @@ function mergeByHash(a: readonly Postings[], b: readonly Postings[]): Postings[]
   while (i < a.length) merged.push(a[i++]!);
   while (j < b.length) merged.push(b[j++]!);
   return merged;
+}
+
+/** The first position from `low` in ascending `hashes` whose hash is at least `hash`. */
+function firstHashAtLeast(hashes: Uint32Array, low: number, hash: number): number {
+  let high = hashes.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if ((hashes[middle] as number) < hash) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** The first position in ascending `docs[0 .. length)` whose value is at least `value`. */
