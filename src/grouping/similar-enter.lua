@@ -16,6 +16,7 @@
     a delivery that entered before without joining (a crash in between) keeps its entry;
   - the entries after the last one read up to the batch's newest, at most ARGV[8], each
     { id, fields, its stored grouping ('' for none yet) }: the worker's index catches up with them;
+    an entry this call added is { id } alone: the worker has its fields, and it has no grouping;
   - the detaches after the last one read, at most ARGV[8], each { id, { 'e', entry id, 'g', group } }:
     the worker's index moves each entry it holds to its new group.
   Before a delivery is added, the oldest entries past the age or the count are dropped, each with
@@ -82,6 +83,8 @@ local function dropOldest()
 end
 
 local results, newest = {}, nil
+-- The entries this call adds: the catch-up returns their ids alone (the worker sent their fields).
+local added = {}
 for at = 10, #ARGV, 4 do
   local key = ARGV[at]
   local current, where = lineOf(of, key)
@@ -102,6 +105,7 @@ for at = 10, #ARGV, 4 do
     else
       byCount, byAge = dropOldest()
       id = redis.call('XADD', docs, '*', 'k', ARGV[at + 3], 'r', ARGV[at + 1], 'd', ARGV[at + 2])
+      added[id] = true
       redis.call('HSET', of, field, 'pending:' .. id)
     end
     if not newest or older(newest, id) then newest = id end
@@ -123,9 +127,13 @@ local read = {}
 if newest and (lastRead == '' or older(lastRead, newest)) then
   local start = lastRead == '' and '-' or '(' .. lastRead
   for _, entry in ipairs(redis.call('XRANGE', docs, start, newest, 'COUNT', mostRead)) do
-    local entryKey = keyOf(entry[2])
-    local stored = entryKey and lineOf(of, entryKey)
-    read[#read + 1] = { entry[1], entry[2], stored or '' }
+    if added[entry[1]] then
+      read[#read + 1] = { entry[1] }
+    else
+      local entryKey = keyOf(entry[2])
+      local stored = entryKey and lineOf(of, entryKey)
+      read[#read + 1] = { entry[1], entry[2], stored or '' }
+    end
   end
 end
 -- The detaches the worker has not read: read with the entries' lines, so both say the same.

@@ -93,8 +93,11 @@ type Scripted = RedisConnection & {
 /** What "enter" says of a delivery: ['joined', stored] or ['entered', id, byCount, byAge, oldest]. */
 type EnterResult = [Buffer, Buffer] | [Buffer, Buffer, number, number, Buffer];
 
-/** An entry "enter" read back: its id, its fields, its stored grouping ('' for none yet). */
-type ReadEntry = [Buffer, Buffer[], Buffer];
+/**
+ * An entry "enter" read back: its id, its fields, its stored grouping ('' for none yet); or its id
+ * alone for an entry that call added (the batch has its fields, and it has no grouping yet).
+ */
+type ReadEntry = [Buffer, Buffer[], Buffer] | [Buffer];
 
 /** A stream entry as XRANGE gives it: its id and fields (a detach: e, the entry; g, its group). */
 type StreamEntry = [Buffer, Buffer[]];
@@ -331,10 +334,17 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
       );
     }
 
-    const unread: Unread[] = read.map(([id, fields, stored]) => ({
-      ...readEntry(id.toString(), fields),
-      stored: stored.toString(),
-    }));
+    // The batch's own new entries come back as ids: each is read from its delivery, not decoded
+    // again from the bytes this worker sent.
+    const batchOrdinal = new Map(entered.map((e, i) => [e.entryId, i]));
+    const unread: Unread[] = read.map((entry) => {
+      const id = entry[0].toString();
+      if (entry.length === 3) return { ...readEntry(id, entry[1]), stored: entry[2].toString() };
+      const i = batchOrdinal.get(id)!;
+      const { key, record } = deliveries[i]!;
+      const [ms = 0] = streamIdParts(id);
+      return { id, at: ms, key, recordId: record.id, document: documents[i]!, stored: '' };
+    });
     const newest = entered.reduce<string | undefined>(
       (max, e) => (e.entryId && (!max || streamIdBefore(max, e.entryId)) ? e.entryId : max),
       undefined,
@@ -533,9 +543,16 @@ function firstKept(entries: readonly { readonly id: string }[], oldest: string):
 }
 
 function streamIdBefore(a: string, b: string): boolean {
-  const [am = 0, as = 0] = a.split('-').map(Number);
-  const [bm = 0, bs = 0] = b.split('-').map(Number);
+  const [am, as] = streamIdParts(a);
+  const [bm, bs] = streamIdParts(b);
   return am < bm || (am === bm && as < bs);
+}
+
+/** A stream id's ms and sequence number. */
+function streamIdParts(id: string): [number, number] {
+  const dash = id.indexOf('-');
+  if (dash === -1) return [Number(id), 0];
+  return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
 }
 
 function distinctWindows(windows: readonly SimilarWindow[]): SimilarWindow[] {

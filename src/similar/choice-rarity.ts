@@ -19,7 +19,21 @@ import { rarityOf } from './similarity-index.js';
  */
 export const COMMON_HOLDERS = 20;
 
+/**
+ * The rarities of the last count of documents asked for, by capped holders: a record's terms are
+ * all chosen among the same count of documents, and capped, their holders take 21 values, so a
+ * logarithm per value rather than per term.
+ */
+const remembered = { documents: -1, rarities: new Float64Array(COMMON_HOLDERS + 1) };
+
 /** rarityOf with the holders capped at COMMON_HOLDERS. */
 export function choiceRarity(documents: number, holding: number): number {
-  return rarityOf(documents, Math.min(holding, COMMON_HOLDERS));
+  const capped = Math.min(holding, COMMON_HOLDERS);
+  if (!Number.isInteger(capped) || capped < 0) return rarityOf(documents, capped);
+  if (remembered.documents !== documents) {
+    remembered.documents = documents;
+    remembered.rarities.fill(0);
+  }
+  // A rarity is at least 1: 0 is one not computed yet.
+  return (remembered.rarities[capped] ||= rarityOf(documents, capped));
 }

@@ -63,16 +63,69 @@ export function compactDocument(
     const short = foldHash(hash);
     folded.set(short, (folded.get(short) ?? 0) + count);
   }
-  let entries = [...folded].map(([hash, count]) => ({ hash, count, value: count * rarity(hash) }));
-  if (entries.length > maxTerms) {
-    entries.sort((a, b) => b.value - a.value || a.hash - b.hash);
-    entries = entries.slice(0, maxTerms);
+  // In typed arrays, no object per term: a long report has hundreds of distinct terms.
+  const hashes = new Uint32Array(folded.size);
+  const counts = new Float64Array(folded.size);
+  let n = 0;
+  for (const [hash, count] of folded) {
+    hashes[n] = hash;
+    counts[n] = count;
+    n += 1;
   }
-  entries.sort((a, b) => a.hash - b.hash);
+  let kept: ArrayLike<number> = { length: n };
+  if (n > maxTerms) {
+    // Rarity is read only when there is a choice to make.
+    const values = new Float64Array(n);
+    for (let i = 0; i < n; i += 1) values[i] = counts[i]! * rarity(hashes[i]!);
+    kept = mostTelling(values, hashes, maxTerms);
+  }
+  // Each kept term's hash and quantised count in one number (HASH_BITS + 8 bits): sorted as
+  // numbers, they come in ascending hash order with their counts.
+  const packed = Float64Array.from({ length: kept.length }, (_, i) => {
+    const at = n > maxTerms ? kept[i]! : i;
+    return hashes[at]! * 256 + quantise(counts[at]!);
+  }).sort();
   return {
-    hashes: Uint32Array.from(entries, (entry) => entry.hash),
-    counts: Uint8Array.from(entries, (entry) => quantise(entry.count)),
+    hashes: Uint32Array.from(packed, (term) => Math.floor(term / 256)),
+    counts: Uint8Array.from(packed, (term) => term % 256),
   };
+}
+
+/**
+ * The positions of the `most` terms of highest value, ties to the lower hash (a total order, so
+ * which are kept depends only on the terms), in no order: a heap with the least telling kept at
+ * its root, so a term that does not beat it costs one comparison, and no sort of all the terms.
+ */
+function mostTelling(values: Float64Array, hashes: Uint32Array, most: number): Int32Array {
+  const above = (a: number, b: number) =>
+    values[a]! > values[b]! || (values[a] === values[b] && hashes[a]! < hashes[b]!);
+  const heap = new Int32Array(most);
+  let size = 0;
+  for (let term = 0; term < values.length; term += 1) {
+    let at: number;
+    if (size < most) {
+      at = size;
+      size += 1;
+      for (let parent = (at - 1) >> 1; at > 0 && above(heap[parent]!, term);) {
+        heap[at] = heap[parent]!;
+        at = parent;
+        parent = (at - 1) >> 1;
+      }
+    } else {
+      if (!above(term, heap[0]!)) continue;
+      at = 0;
+      for (;;) {
+        const left = 2 * at + 1;
+        if (left >= size) break;
+        const lower = left + 1 < size && above(heap[left]!, heap[left + 1]!) ? left + 1 : left;
+        if (!above(term, heap[lower]!)) break;
+        heap[at] = heap[lower]!;
+        at = lower;
+      }
+    }
+    heap[at] = term;
+  }
+  return heap;
 }
 
 /**

@@ -7,8 +7,10 @@
  * document.
  *
  * Rarity changes as documents arrive, so each document's vector length is computed again for all
- * documents whenever the index has grown by a tenth: a query's cost stays in proportion to the
- * postings it reads, and the result depends only on the documents added, in their order.
+ * documents whenever the index has grown by a tenth (one pass over the postings, term by term in
+ * ascending hash order, so each length is summed in its document's own order: the same number as
+ * term by term within the document): a query's cost stays in proportion to the postings it
+ * reads, and the result depends only on the documents added, in their order.
  */
 import type { CompactDocument } from './compact-document.js';
 import { COUNT_STEP } from './compact-document.js';
@@ -58,8 +60,10 @@ export interface QueryWork {
 }
 
 interface Postings {
+  readonly hash: number;
   docs: Int32Array;
-  weights: Float32Array;
+  /** Each document's count of the term, in COUNT_STEPs (a byte: TERM_WEIGHT and POSTING_WEIGHT read it). */
+  counts: Uint8Array;
   length: number;
 }
 
@@ -70,6 +74,10 @@ export class SimilarityIndex {
   private norms = new Float64Array(1024);
   private scores = new Float64Array(1024);
   private normsRefreshedAt = 0;
+  /** Every term's postings in ascending hash order, as of the last refreshNorms. */
+  private sortedTerms: Postings[] = [];
+  /** The terms first added since. */
+  private newTerms: Postings[] = [];
   private work: QueryWork = { postings: 0, lookups: 0 };
 
   /** What the last query did (tests check its bound). */
@@ -100,27 +108,57 @@ export class SimilarityIndex {
       this.norms = grow(this.norms, ordinal + 1);
       this.scores = new Float64Array(this.norms.length);
     }
+    // Its vector length: each term's weight (its rarity once it is added) squared, summed in the
+    // document's order, as refreshNorms sums it.
+    let sum = 0;
     for (let i = 0; i < document.hashes.length; i += 1) {
       const hash = document.hashes[i] as number;
+      const count = document.counts[i] as number;
       let list = this.postings.get(hash);
       if (list === undefined) {
-        list = { docs: new Int32Array(4), weights: new Float32Array(4), length: 0 };
+        list = { hash, docs: new Int32Array(4), counts: new Uint8Array(4), length: 0 };
         this.postings.set(hash, list);
+        this.newTerms.push(list);
       }
       if (list.length === list.docs.length) {
         list.docs = grow(list.docs, list.length + 1);
-        list.weights = grow(list.weights, list.length + 1);
+        list.counts = grow(list.counts, list.length + 1);
       }
       list.docs[list.length] = ordinal;
-      list.weights[list.length] = termWeight(document.counts[i] as number);
+      list.counts[list.length] = count;
       list.length += 1;
+      const w = (TERM_WEIGHT[count] as number) * rarityOf(this.ids.length, list.length);
+      sum += w * w;
     }
     if (this.size >= this.normsRefreshedAt * (1 + NORM_REFRESH_GROWTH) + 1) {
-      for (let d = 0; d < this.size; d += 1) this.norms[d] = this.norm(this.documents[d]!);
+      this.refreshNorms();
       this.normsRefreshedAt = this.size;
     } else {
-      this.norms[ordinal] = this.norm(document);
+      this.norms[ordinal] = Math.sqrt(sum);
     }
+  }
+
+  /**
+   * Every document's vector length with the rarities as they are now: one pass over the postings,
+   * one rarity per term, the terms in ascending hash order, so that each document's sum adds its
+   * terms in its own order (its hashes ascend), as add() does, and comes to the same number.
+   */
+  private refreshNorms(): void {
+    const sums = new Float64Array(this.size);
+    this.sortedTerms = mergeByHash(
+      this.sortedTerms,
+      this.newTerms.sort((a, b) => a.hash - b.hash),
+    );
+    this.newTerms = [];
+    for (const { docs, counts, length } of this.sortedTerms) {
+      const idf = rarityOf(this.size, length);
+      for (let p = 0; p < length; p += 1) {
+        const w = (TERM_WEIGHT[counts[p] as number] as number) * idf;
+        const d = docs[p] as number;
+        sums[d] = (sums[d] as number) + w * w;
+      }
+    }
+    for (let d = 0; d < this.size; d += 1) this.norms[d] = Math.sqrt(sums[d] as number);
   }
 
   /**
@@ -136,34 +174,51 @@ export class SimilarityIndex {
     range: OrdinalRange = {},
   ): SimilarMatch[] {
     this.work = { postings: 0, lookups: 0 };
-    const queryNorm = this.norm(document);
-    if (queryNorm === 0 || limit <= 0) return [];
+    if (limit <= 0 || document.hashes.length === 0) return [];
     const from = Math.max(0, range.from ?? 0);
     const before = Math.min(this.size, range.before ?? this.size);
     const scores = this.scores;
     const touched: number[] = [];
-    /** Terms read only in part: documents older than `oldestRead` still lack their share. */
-    const partial: { hash: number; queryWeight: number; oldestRead: number }[] = [];
+    /**
+     * Terms read only in part, in ascending hash order: documents older than a term's oldest
+     * posting read still lack its share.
+     */
+    const terms = document.hashes.length;
+    const partialHashes = new Uint32Array(terms);
+    const partialWeights = new Float64Array(terms);
+    const partialOldest = new Int32Array(terms);
+    let partial = 0;
     let postingsRead = 0;
-    for (let i = 0; i < document.hashes.length; i += 1) {
+    // The query's vector length, summed as add() sums a document's, in the pass over its postings.
+    let normSum = 0;
+    for (let i = 0; i < terms; i += 1) {
       const hash = document.hashes[i] as number;
       const list = this.postings.get(hash);
+      const idf = rarityOf(this.size, list === undefined ? 0 : list.length);
+      const w = (TERM_WEIGHT[document.counts[i] as number] as number) * idf;
+      normSum += w * w;
       if (list === undefined) continue;
-      const idf = this.rarity(hash);
-      const queryWeight = termWeight(document.counts[i] as number) * idf * idf;
-      const { docs, weights } = list;
+      const queryWeight = w * idf;
+      const { docs, counts } = list;
       const end = before >= this.size ? list.length : firstAtLeast(docs, list.length, before);
       const first = from === 0 ? 0 : firstAtLeast(docs, end, from);
       const start = Math.max(first, end - MOST_POSTINGS_PER_TERM);
       if (start >= end) continue;
-      if (start > first) partial.push({ hash, queryWeight, oldestRead: docs[start] as number });
+      if (start > first) {
+        partialHashes[partial] = hash;
+        partialWeights[partial] = queryWeight;
+        partialOldest[partial] = docs[start] as number;
+        partial += 1;
+      }
       postingsRead += end - start;
       for (let p = start; p < end; p += 1) {
         const d = docs[p] as number;
         if (scores[d] === 0) touched.push(d);
-        scores[d] = (scores[d] as number) + queryWeight * (weights[p] as number);
+        scores[d] =
+          (scores[d] as number) + queryWeight * (POSTING_WEIGHT[counts[p] as number] as number);
       }
     }
+    const queryNorm = Math.sqrt(normSum);
     const cosine = (d: number, dot: number) => {
       const norm = this.norms[d] as number;
       return norm === 0 ? 0 : Math.min(1, dot / (queryNorm * norm));
@@ -171,22 +226,30 @@ export class SimilarityIndex {
     // Every term read whole: the scores are complete. Otherwise only the documents best on what
     // was read are completed: completing every document found would cost a lookup per document
     // and term read in part.
-    const shortlist = new TopMatches(partial.length === 0 ? limit : Math.max(limit, SHORTLIST));
+    const shortlist = new TopMatches(partial === 0 ? limit : Math.max(limit, SHORTLIST));
     for (const d of touched) {
       shortlist.offer(d, cosine(d, scores[d] as number));
     }
     let lookups = 0;
-    const best = partial.length === 0 ? shortlist : new TopMatches(limit);
-    if (partial.length > 0) {
-      for (const { ordinal: d } of shortlist.sorted()) {
+    const best = partial === 0 ? shortlist : new TopMatches(limit);
+    if (partial > 0) {
+      for (const d of shortlist.kept()) {
         let dot = scores[d] as number;
         const candidate = this.documents[d]!;
-        for (const { hash, queryWeight, oldestRead } of partial) {
+        const { hashes } = candidate;
+        // Both in ascending hash order: each term is searched for after the one before it.
+        let at = 0;
+        for (let t = 0; t < partial; t += 1) {
           // A document at or after the term's oldest posting read was counted with it already.
-          if (d >= oldestRead) continue;
+          if (d >= (partialOldest[t] as number)) continue;
           lookups += 1;
-          const at = indexOf(candidate.hashes, hash);
-          if (at !== -1) dot += queryWeight * termWeight(candidate.counts[at] as number);
+          const hash = partialHashes[t] as number;
+          at = firstHashAtLeast(hashes, at, hash);
+          if (at < hashes.length && hashes[at] === hash) {
+            dot +=
+              (partialWeights[t] as number) *
+              (TERM_WEIGHT[candidate.counts[at] as number] as number);
+          }
         }
         best.offer(d, cosine(d, dot));
       }
@@ -194,16 +257,6 @@ export class SimilarityIndex {
     for (const d of touched) scores[d] = 0;
     this.work = { postings: postingsRead, lookups };
     return best.sorted().map(({ ordinal, score }) => ({ id: this.ids[ordinal]!, ordinal, score }));
-  }
-
-  private norm(document: CompactDocument): number {
-    let sum = 0;
-    for (let i = 0; i < document.hashes.length; i += 1) {
-      const w =
-        termWeight(document.counts[i] as number) * this.rarity(document.hashes[i] as number);
-      sum += w * w;
-    }
-    return Math.sqrt(sum);
   }
 }
 
@@ -213,33 +266,103 @@ function termWeight(quantisedCount: number): number {
   return count >= 1 ? 1 + Math.log(count) : count;
 }
 
-/** Keeps the best `limit` (highest score, then earliest), without sorting all candidates. */
-class TopMatches {
-  private readonly items: { ordinal: number; score: number }[] = [];
-  private readonly limit: number;
+/** termWeight of each quantised count (a byte), computed once. */
+const TERM_WEIGHT = Float64Array.from({ length: 256 }, (_, count) => termWeight(count));
 
-  // A plain field, not a parameter property: the examples run this file with Node's type
+/**
+ * A posting's weight as a query multiplies it: termWeight in single precision, as postings kept
+ * it when they stored weights, so scores stay the same to the last bit.
+ */
+const POSTING_WEIGHT = Float64Array.from(TERM_WEIGHT, (weight) => Math.fround(weight));
+
+/**
+ * Keeps the best `limit` (highest score, then earliest), without sorting all candidates: a heap
+ * with the worst kept at its root, so a candidate costs one comparison when it is no better, and
+ * log(limit) steps when it is. Highest score then earliest is a total order: which are kept, and
+ * their order, depend only on the candidates, not on the order they come in.
+ */
+class TopMatches {
+  private readonly ordinals: Int32Array;
+  private readonly scores: Float64Array;
+  private size = 0;
+
+  // Plain fields, not parameter properties: the examples run this file with Node's type
   // stripping (erasableSyntaxOnly), now that the worker's runtime imports it.
   constructor(limit: number) {
-    this.limit = limit;
+    this.ordinals = new Int32Array(limit);
+    this.scores = new Float64Array(limit);
   }
 
   offer(ordinal: number, score: number): void {
     if (score <= 0) return;
-    if (this.items.length === this.limit) {
-      const worst = this.items[this.items.length - 1]!;
-      if (!better(score, ordinal, worst.score, worst.ordinal)) return;
-      this.items.pop();
+    const { ordinals, scores } = this;
+    let at: number;
+    if (this.size < ordinals.length) {
+      // Up from the end, while its parent is better (the worst at the root).
+      at = this.size;
+      this.size += 1;
+      while (at > 0) {
+        const parent = (at - 1) >> 1;
+        if (!better(scores[parent]!, ordinals[parent]!, score, ordinal)) break;
+        ordinals[at] = ordinals[parent]!;
+        scores[at] = scores[parent]!;
+        at = parent;
+      }
+    } else {
+      if (!better(score, ordinal, scores[0]!, ordinals[0]!)) return;
+      // In place of the worst, down while a child is worse.
+      at = 0;
+      for (;;) {
+        const left = 2 * at + 1;
+        if (left >= this.size) break;
+        const right = left + 1;
+        const worse =
+          right < this.size &&
+          better(scores[left]!, ordinals[left]!, scores[right]!, ordinals[right]!)
+            ? right
+            : left;
+        if (!better(score, ordinal, scores[worse]!, ordinals[worse]!)) break;
+        ordinals[at] = ordinals[worse]!;
+        scores[at] = scores[worse]!;
+        at = worse;
+      }
     }
-    let at = this.items.length;
-    while (at > 0 && better(score, ordinal, this.items[at - 1]!.score, this.items[at - 1]!.ordinal))
-      at -= 1;
-    this.items.splice(at, 0, { ordinal, score });
+    ordinals[at] = ordinal;
+    scores[at] = score;
   }
 
-  sorted(): { ordinal: number; score: number }[] {
-    return this.items;
+  /** The ordinals kept, in no order. */
+  kept(): Int32Array {
+    return this.ordinals.subarray(0, this.size);
   }
+
+  /** Those kept, best first. */
+  sorted(): { ordinal: number; score: number }[] {
+    const items = Array.from(this.kept(), (ordinal, i) => ({ ordinal, score: this.scores[i]! }));
+    return items.sort((a, b) => (better(a.score, a.ordinal, b.score, b.ordinal) ? -1 : 1));
+  }
+}
+
+/** Two lists of terms each in ascending hash order (no hash in both), as one. */
+function mergeByHash(a: readonly Postings[], b: readonly Postings[]): Postings[] {
+  const merged: Postings[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) merged.push(a[i]!.hash < b[j]!.hash ? a[i++]! : b[j++]!);
+  while (i < a.length) merged.push(a[i++]!);
+  while (j < b.length) merged.push(b[j++]!);
+  return merged;
+}
+
+/** The first position from `low` in ascending `hashes` whose hash is at least `hash`. */
+function firstHashAtLeast(hashes: Uint32Array, low: number, hash: number): number {
+  let high = hashes.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if ((hashes[middle] as number) < hash) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** The first position in ascending `docs[0 .. length)` whose value is at least `value`. */
@@ -254,25 +377,11 @@ function firstAtLeast(docs: Int32Array, length: number, value: number): number {
   return low;
 }
 
-/** Position of `hash` in ascending `hashes`, or -1. */
-function indexOf(hashes: Uint32Array, hash: number): number {
-  let low = 0;
-  let high = hashes.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >> 1;
-    const value = hashes[middle] as number;
-    if (value === hash) return middle;
-    if (value < hash) low = middle + 1;
-    else high = middle - 1;
-  }
-  return -1;
-}
-
 function better(score: number, ordinal: number, otherScore: number, otherOrdinal: number): boolean {
   return score > otherScore || (score === otherScore && ordinal < otherOrdinal);
 }
 
-function grow<T extends Int32Array | Float32Array | Float64Array>(array: T, atLeast: number): T {
+function grow<T extends Int32Array | Uint8Array | Float64Array>(array: T, atLeast: number): T {
   const next = new (array.constructor as new (length: number) => T)(
     Math.max(atLeast, array.length * 2),
   );
