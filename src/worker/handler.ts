@@ -48,7 +48,10 @@ export interface HandlerContext {
 export interface HandlerBackoff {
   /** Default: exponential. */
   readonly type?: 'exponential' | 'fixed';
-  /** The first retry's delay; exponential doubles it each time. Default: 1 000. */
+  /**
+   * The first retry's delay, from 0 to 30 days; exponential doubles it each time, up to 30 days.
+   * Default: 1 000.
+   */
   readonly delayMs?: number;
   /** Share of the delay drawn at random, 0 to 1, so retries of many runs spread out. Default: 0.5. */
   readonly jitter?: number;
@@ -192,8 +195,15 @@ export function defineHandler(definition: HandlerDefinition): Handler {
     );
   }
   const backoff = { ...DEFAULT_BACKOFF, ...definition.backoff };
-  if (!(backoff.delayMs >= 0) || !(backoff.jitter >= 0 && backoff.jitter <= 1)) {
-    throw new TypeError(`Handler "${name}": backoff needs delayMs >= 0 and jitter from 0 to 1`);
+  // Infinity (or a delay of centuries) put the run's retry off for good: neither retried nor
+  // in the dead letter, shown retrying until its history expired.
+  if (
+    !(backoff.delayMs >= 0 && backoff.delayMs <= MAX_SPAN_MS) ||
+    !(backoff.jitter >= 0 && backoff.jitter <= 1)
+  ) {
+    throw new TypeError(
+      `Handler "${name}": backoff needs delayMs from 0 to 30 days (${MAX_SPAN_MS}) and jitter from 0 to 1`,
+    );
   }
   return Object.freeze({
     [HANDLER]: true as const,
@@ -214,11 +224,11 @@ function isWholeAtLeastOne(value: unknown): boolean {
 }
 
 /**
- * The longest window or rate-limit duration, as triage rules' `within`: 30 days. Redis scripts
- * write a number past some 10^14 as `1e+14`, which Redis refuses: a window that long failed the
- * routing of every grouped delivery, a rateLimit that long stalled its queue.
+ * The longest window, rate-limit duration or retry delay, as triage rules' `within`: 30 days.
+ * Redis scripts write a number past some 10^14 as `1e+14`, which Redis refuses: a window that
+ * long failed the routing of every grouped delivery, a rateLimit that long stalled its queue.
  */
-const MAX_SPAN_MS = 30 * 86_400_000;
+export const MAX_SPAN_MS = 30 * 86_400_000;
 
 function isSpan(value: unknown): boolean {
   return isWholeAtLeastOne(value) && (value as number) <= MAX_SPAN_MS;

@@ -6,7 +6,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { isApiRateLimitedError, isFinalApiError } from '../api/api-errors.js';
 import { cutText } from '../cut-text.js';
-import type { HandlerBackoff } from './handler.js';
+import { MAX_SPAN_MS, type HandlerBackoff } from './handler.js';
 
 export type RunDecision =
   /** The handler returned: the run is done, with what it returned. */
@@ -59,15 +59,20 @@ export function decideRun(outcome: AttemptResult, facts: AttemptFacts): RunDecis
 
 /**
  * The wait after attempt `attempt` failed: the handler's delay, doubled for each attempt before
- * it when exponential, less up to `jitter` of it at random so that retries spread out.
+ * it when exponential (at most MAX_SPAN_MS, 30 days), less up to `jitter` of it at random so that
+ * retries spread out.
  */
 export function retryDelayMs(
   backoff: Required<HandlerBackoff>,
   attempt: number,
   random: () => number = Math.random,
 ): number {
+  // Doubled without end, a handler of many attempts waited centuries, and past attempt 1 024 or
+  // so Infinity, which BullMQ keeps delayed for good: the run neither retried nor failed.
   const full =
-    backoff.type === 'exponential' ? backoff.delayMs * 2 ** (attempt - 1) : backoff.delayMs;
+    backoff.type === 'exponential'
+      ? Math.min(MAX_SPAN_MS, backoff.delayMs * 2 ** (attempt - 1))
+      : backoff.delayMs;
   return Math.round(full * (1 - backoff.jitter * random()));
 }
 

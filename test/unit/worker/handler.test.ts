@@ -39,6 +39,16 @@ describe('defineHandler', () => {
     expect(() => defineHandler({ name: 'a' } as never)).toThrow(/no handle function/);
     expect(() => defineHandler({ name: 'a', attempts: 0, handle })).toThrow(/attempts/);
     expect(() => defineHandler({ name: 'a', backoff: { jitter: 2 }, handle })).toThrow(/jitter/);
+  });
+
+  it.each([
+    ['Infinity', Number.POSITIVE_INFINITY],
+    ['a day past 30', 31 * 86_400_000],
+    ['negative', -1],
+  ])('refuses a backoff delayMs %s: the retry would wait for good', (_, delayMs) => {
+    expect(() => defineHandler({ name: 'a', backoff: { delayMs }, handle })).toThrow(
+      /delayMs from 0 to 30 days/,
+    );
     expect(() => defineHandler({ name: 'a', events: [], handle })).toThrow(/events/);
   });
 

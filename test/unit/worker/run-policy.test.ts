@@ -149,6 +149,17 @@ describe('retryDelayMs', () => {
     ]);
   });
 
+  it('doubles an exponential delay up to 30 days, however many attempts', () => {
+    const backoff = { type: 'exponential', delayMs: 86_400_000, jitter: 0 } as const;
+    const thirtyDays = 30 * 86_400_000;
+    expect([5, 6, 12, 2_000].map((attempt) => retryDelayMs(backoff, attempt))).toEqual([
+      16 * 86_400_000,
+      thirtyDays,
+      thirtyDays,
+      thirtyDays,
+    ]);
+  });
+
   it('keeps a fixed delay', () => {
     const backoff = { type: 'fixed', delayMs: 100, jitter: 0 } as const;
     expect(retryDelayMs(backoff, 4)).toBe(100);
