@@ -447,6 +447,9 @@ describe('a method an endpoint does not take', () => {
     ['post', '/admin/api/groups', 'GET'],
     ['delete', '/admin/api/deliveries/feedback.created%3Afb_c1', 'GET'],
     ['put', '/admin/api/dead-letter/retry', 'POST'],
+    // Paths a later endpoint's parameter also matches (/deliveries/:key, /deliveries/bulk/:id).
+    ['get', '/admin/api/deliveries/bulk', 'POST'],
+    ['get', '/admin/api/deliveries/bulk/plan', 'POST'],
   ] as const)('answers %s %s 405, with Allow: %s', async (method, path, allowed) => {
     const response = await request(app)[method](path).set('Authorization', bearer).expect(405);
     expect(response.headers.allow).toBe(allowed);

@@ -20,12 +20,18 @@ export function createAdminApi(sources: ConsoleSources): Router {
   const { deliveryLog, quarantine, deliveries, deadLetter, runAgain, bulk, similarGroups } =
     sources;
   const api = express.Router();
-  // Each path's methods, so that another method on it answers 405 with Allow, not 404.
+  // Each path's methods, so that another method on it answers 405 with Allow, not 404. The 405
+  // follows the path's first endpoint: after all of them, a path that a later endpoint's
+  // parameter matches too (GET /deliveries/bulk, as /deliveries/:key) was answered by it, 404.
   const methods = new Map<string, string[]>();
   const recording = (method: 'get' | 'post') =>
     ((path: string, ...handlers: RequestHandler[]) => {
-      methods.set(path, [...(methods.get(path) ?? []), method.toUpperCase()]);
-      return api[method](path, ...(handlers as [RequestHandler]));
+      const allowed = methods.get(path) ?? [];
+      allowed.push(method.toUpperCase());
+      const route = api[method](path, ...(handlers as [RequestHandler]));
+      if (!methods.has(path)) api.all(path, methodNotAllowed(path, allowed));
+      methods.set(path, allowed);
+      return route;
     }) as typeof api.get;
   const get = recording('get');
   const post = recording('post');
@@ -176,16 +182,6 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ id: req.params.id, status: 'queued' });
   });
 
-  for (const [path, allowed] of methods) {
-    api.all(path, (req, res) => {
-      res.setHeader('Allow', allowed.join(', '));
-      sendProblem(
-        res,
-        'METHOD_NOT_ALLOWED',
-        `${path} takes ${allowed.join(' or ')}, not ${req.method}.`,
-      );
-    });
-  }
   api.use((_req, res) => sendProblem(res, 'NOT_FOUND', 'No such endpoint; see docs/admin-api.md.'));
   return api;
 }
@@ -221,4 +217,20 @@ export async function planned<T>(
 
 function notFound(res: express.Response, what: string): void {
   sendProblem(res, 'NOT_FOUND', `No ${what} with this id is kept.`);
+}
+
+/**
+ * 405 with Allow for a method `path` does not take; one it takes (an endpoint of the path added
+ * after this) goes on. HEAD is GET's.
+ */
+function methodNotAllowed(path: string, allowed: readonly string[]): RequestHandler {
+  return (req, res, next) => {
+    if (allowed.includes(req.method === 'HEAD' ? 'GET' : req.method)) return next();
+    res.setHeader('Allow', allowed.join(', '));
+    sendProblem(
+      res,
+      'METHOD_NOT_ALLOWED',
+      `${path} takes ${allowed.join(' or ')}, not ${req.method}.`,
+    );
+  };
 }
