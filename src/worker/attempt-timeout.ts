@@ -25,15 +25,44 @@ export interface TimeoutWatch {
   readonly timeoutMs: number;
   /** Fires the run's signal with the timeout's error. */
   abort(reason: DOMException): void;
-  /** The handler had not settled a turn of the event loop after its signal fired. */
-  ignored(): void;
+  /**
+   * The handler had not settled a turn of the event loop after its signal fired: whether the
+   * worker may stop waiting for it (`pending` is then left to run), or must keep the slot until it
+   * settles, as too many abandoned attempts still run (each holds its record and whatever more).
+   */
+  abandon(pending: PromiseLike<unknown>): boolean;
+}
+
+/**
+ * Most attempts a worker leaves running after their timeout. Past it, an attempt that ignores its
+ * signal keeps its slot until it settles, as it did before timeouts: abandoned attempts cannot
+ * pile up without bound, and a worker whose handler hangs on every record stops taking more.
+ */
+export const MOST_ABANDONED_ATTEMPTS = 64;
+
+/** Counts the attempts left running after their timeout, until each settles. */
+export function abandonedAttempts(most = MOST_ABANDONED_ATTEMPTS) {
+  let running = 0;
+  return {
+    get running() {
+      return running;
+    },
+    /** Counts `pending` until it settles, if fewer than `most` are counted; else false. */
+    leave(pending: PromiseLike<unknown>): boolean {
+      if (running >= most) return false;
+      running += 1;
+      const settled = () => void (running -= 1);
+      pending.then(settled, settled);
+      return true;
+    },
+  };
 }
 
 /**
  * What `pending` settles to, or at the timeout the TimeoutError, after firing the signal. One
  * turn of the event loop is left to a handler that honours its signal (its rejection is
- * microtasks away); one that has not settled by then is told of (`ignored`) and left to run:
- * nothing can stop a promise, and the slot must not wait for it.
+ * microtasks away); one that has not settled by then is left to run (`abandon`): nothing can stop
+ * a promise, and the slot need not wait for it while few are left running.
  */
 export async function settleWithin<T>(pending: PromiseLike<T>, watch: TimeoutWatch): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -62,8 +91,10 @@ export async function settleWithin<T>(pending: PromiseLike<T>, watch: TimeoutWat
 
 async function reportIfIgnored(pending: PromiseLike<unknown>, watch: TimeoutWatch): Promise<void> {
   let settled = false;
-  const mark = () => void (settled = true);
-  pending.then(mark, mark);
+  const settling = Promise.resolve(pending).then(
+    () => void (settled = true),
+    () => void (settled = true),
+  );
   await nextTurn();
-  if (!settled) watch.ignored();
+  if (!settled && !watch.abandon(pending)) await settling;
 }

@@ -44,7 +44,12 @@ import type { RosterEntry } from '../runs/handler-roster.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
-import { isAttemptTimeout, settleWithin, type TimeoutWatch } from './attempt-timeout.js';
+import {
+  abandonedAttempts,
+  isAttemptTimeout,
+  settleWithin,
+  type TimeoutWatch,
+} from './attempt-timeout.js';
 import { RunContext, type RunBindings } from './run-context.js';
 import {
   decideRun,
@@ -75,6 +80,8 @@ export interface RunsOptions {
    * runs too, and their `where()` is asked at the run's first attempt, by a worker that has it.
    */
   readonly elsewhere?: () => readonly RosterEntry[];
+  /** Attempts left running after their timeout, at most (MOST_ABANDONED_ATTEMPTS by default). */
+  readonly mostAbandonedAttempts?: number;
 }
 
 export interface Runs {
@@ -110,6 +117,7 @@ export function createRuns(options: RunsOptions): Runs {
   const { handlers, runQueues, completions, history, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const inFlight = new Map<RunContext, string>();
+  const abandoned = abandonedAttempts(options.mostAbandonedAttempts);
 
   const route = async (job: Job<unknown>): Promise<RoutingResult> => {
     const check = readDelivery(job.data);
@@ -282,11 +290,16 @@ export function createRuns(options: RunsOptions): Runs {
     handler: handler.name,
     timeoutMs: handler.timeoutMs,
     abort: (reason) => RunContext.abort(context, reason),
-    ignored: () =>
+    abandon: (pending) => {
+      const left = abandoned.leave(pending);
       context.logger.warn(
-        { timeoutMs: handler.timeoutMs },
-        'handler ignored its signal at the timeout and may still be running; the worker no longer waits for it',
-      ),
+        { timeoutMs: handler.timeoutMs, abandoned: abandoned.running },
+        left
+          ? 'handler ignored its signal at the timeout and may still be running; the worker no longer waits for it'
+          : 'handler ignored its signal at the timeout; too many attempts are left running, so the worker keeps its slot until it settles',
+      );
+      return left;
+    },
   });
 
   return {
