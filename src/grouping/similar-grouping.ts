@@ -155,7 +155,7 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
   const ttlMs = options.ttlSeconds * 1000;
   const connection = options.connection as Scripted;
   connection.defineCommand('similarEnter', { numberOfKeys: 5, lua: ENTER });
-  connection.defineCommand('similarJoin', { numberOfKeys: 2, lua: JOIN });
+  connection.defineCommand('similarJoin', { numberOfKeys: 4, lua: JOIN });
   /** The windows a join checks, as the script reads them: made again when the others' change. */
   let windowsRead: { elsewhere: readonly SimilarWindow[]; json: string } | undefined;
   const windowsJson = () => {
@@ -424,6 +424,8 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
         : await connection.similarJoin(
             keys.of,
             keys.groups,
+            keys.docs,
+            keys.detaches,
             keys.base,
             ttlMs,
             windowsJson(),
