@@ -106,6 +106,20 @@ function version3(document: CompactDocument): Buffer {
 
 const WRITTEN_BY = { 2: version2, 3: version3 } as const;
 
+/** The stream entry an earlier worker wrote of a delivery, with its title; its id. */
+async function entryBefore(
+  record: FeedbackRecord,
+  version: keyof typeof WRITTEN_BY = 2,
+): Promise<string> {
+  const keys = projectKeys(env.prefix, PROJECT);
+  return (await env.connection.xadd(
+    keys.docs,
+    '*',
+    ...['k', '', 'r', record.id, 't', record.title as string, 'd'],
+    WRITTEN_BY[version](wideDocument(record)),
+  )) as string;
+}
+
 /** The entry and grouping line an earlier worker wrote of a delivery that started its group. */
 async function writtenBefore(
   record: FeedbackRecord,
@@ -113,19 +127,7 @@ async function writtenBefore(
   version: keyof typeof WRITTEN_BY = 2,
 ): Promise<string> {
   const keys = projectKeys(env.prefix, PROJECT);
-  const document = wideDocument(record);
-  const id = (await env.connection.xadd(
-    keys.docs,
-    '*',
-    'k',
-    '',
-    'r',
-    record.id,
-    't',
-    record.title as string,
-    'd',
-    WRITTEN_BY[version](document),
-  )) as string;
+  const id = await entryBefore(record, version);
   const first = `${Buffer.byteLength(record.id)}:${record.id}`;
   await env.connection.hset(keys.of, keyOfRecord(record.id), `${id}||1|${at}|||${first}`);
   await env.connection.zadd(keys.groups, at, id);
@@ -223,12 +225,7 @@ it('joins once a delivery that entered before this version and had not joined', 
   const old = await writtenBefore(checkout(0), Date.now() - HOUR_MS);
   // Entered by an earlier worker, which stopped before it joined: pending, under its key.
   const record = checkout(1);
-  const id = (await env.connection.xadd(
-    keys.docs,
-    '*',
-    ...['k', '', 'r', record.id, 't', record.title as string, 'd'],
-    version2(wideDocument(record)),
-  )) as string;
+  const id = await entryBefore(record);
   await env.connection.hset(keys.of, keyOfRecord(record.id), `pending:${id}`);
 
   const facts = await grouping().group(delivery(record));
@@ -249,12 +246,7 @@ it("makes an earlier version's member the first once the operator takes the firs
   // and the first in full, and both members by key.
   // In words of its own, so that its copy (below) matches it best.
   const second = { ...checkout(1), description: 'On my phone the pay button does nothing.' };
-  const id = (await env.connection.xadd(
-    keys.docs,
-    '*',
-    ...['k', '', 'r', second.id, 't', second.title as string, 'd'],
-    version2(wideDocument(second)),
-  )) as string;
+  const id = await entryBefore(second);
   await env.connection.hset(
     keys.of,
     keyOfRecord(second.id),
