@@ -1,9 +1,11 @@
 --[[
   An operator takes a delivery out of its group (similar-groups.ts): it becomes a group of its
-  own, which its routing, run again, keeps (the join finds it joined). The old group keeps its
-  first delivery and every other member; nothing is deleted but the delivery's membership. That
-  holds for a group of its own that others joined since (a first detached before, say): it
-  leaves that group to them too.
+  own, which its routing, run again, keeps (the join finds it joined). The old group keeps its id
+  and every other member; nothing is deleted but the delivery's membership. When the delivery is
+  the group's first, the group's first is from then on its earliest member left: no line is
+  written again, the join and the readers see that the first's line names another group
+  (similar-join.lua `firstNow`, group-first.ts). That holds for a group of its own that others
+  joined since (a first detached before, say): it leaves that group to them too.
   A group of one keeps no members key and is not in the project's groups (similar-join.lua): the
   new group has neither.
   Each detach is logged in the project's detaches stream, which the workers' indexes read with

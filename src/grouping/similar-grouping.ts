@@ -20,7 +20,8 @@
  *    read whose group is stored takes it; one of this batch takes the group chosen for it here;
  *    one whose worker has not joined it yet is grouped here the way that worker will.
  * 3. "join" (one script): in order, each delivery joins its best match's group as stored (or a
- *    new group of its own), once, and each window the handlers declared is checked for a crossing.
+ *    new group of its own), once, and each window the handlers of the running workers declare
+ *    (this one's and the roster's) is checked for a crossing.
  * A failure (Redis away) fails the batch's routing jobs, which BullMQ retries: nothing is
  * swallowed, and a retry finds what was written and goes on from there.
  */
@@ -73,6 +74,12 @@ export interface SimilarGroupingOptions {
   readonly ttlSeconds: number;
   /** The windows the worker's handlers declared; deduplicated here. */
   readonly windows: readonly SimilarWindow[];
+  /**
+   * The windows the handlers of the other running workers declare (the roster), read at each
+   * batch: a delivery is checked against these too, so a crossing is found once, whichever
+   * worker routes it. Default: none.
+   */
+  readonly windowsElsewhere?: () => readonly SimilarWindow[];
   readonly logger: Logger;
   /** The clock, for tests. */
   readonly now?: () => number;
@@ -148,10 +155,20 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
   const ttlMs = options.ttlSeconds * 1000;
   const connection = options.connection as Scripted;
   connection.defineCommand('similarEnter', { numberOfKeys: 5, lua: ENTER });
-  connection.defineCommand('similarJoin', { numberOfKeys: 2, lua: JOIN });
-  const windowsJson = JSON.stringify(
-    distinctWindows(options.windows).map((w) => [w.atLeast, w.withinMs]),
-  );
+  connection.defineCommand('similarJoin', { numberOfKeys: 4, lua: JOIN });
+  /** The windows a join checks, as the script reads them: made again when the others' change. */
+  let windowsRead: { elsewhere: readonly SimilarWindow[]; json: string } | undefined;
+  const windowsJson = () => {
+    const elsewhere = options.windowsElsewhere?.() ?? [];
+    if (windowsRead?.elsewhere !== elsewhere) {
+      const windows = distinctWindows([...options.windows, ...elsewhere]);
+      windowsRead = {
+        elsewhere,
+        json: JSON.stringify(windows.map((w) => [w.atLeast, w.withinMs])),
+      };
+    }
+    return windowsRead.json;
+  };
   /** Least recently used first. */
   const projects = new Map<string, ProjectIndex>();
   /**
@@ -407,9 +424,11 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
         : await connection.similarJoin(
             keys.of,
             keys.groups,
+            keys.docs,
+            keys.detaches,
             keys.base,
             ttlMs,
-            windowsJson,
+            windowsJson(),
             ...joining,
           );
 

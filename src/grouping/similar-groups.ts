@@ -8,6 +8,7 @@ import { createHistorySearch } from '../history/history-search.js';
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { ShownSimilarFacts, SimilarFacts } from '../similar/similar-facts.js';
+import { firstNow } from './group-first.js';
 import { groupingScript } from './grouping-script.js';
 import {
   keyOfMember,
@@ -245,6 +246,19 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       (_, i) => firstEntries[i]?.key ?? keyOfMember(oldestMembers[i]!, firstLines[i]),
     );
     const stored = firstLines.map((value, i) => readStored(value, firstKeys[i]!));
+    // A first an operator took out (its line names another group: similar-detach.lua) stands
+    // for the group no more: the earliest member left does, as for a first whose entry is gone.
+    const takenOut = found.flatMap(({ group }, i) =>
+      firstEntries[i] !== undefined && stored[i] !== undefined && stored[i].g !== group ? [i] : [],
+    );
+    if (takenOut.length > 0) {
+      const left = await connection.hmget(keys.of, ...takenOut.map((i) => oldestMembers[i]!));
+      for (const [j, i] of takenOut.entries()) {
+        firstEntries[i] = undefined;
+        firstKeys[i] = keyOfMember(oldestMembers[i]!, left[j]);
+        stored[i] = readStored(left[j], firstKeys[i]);
+      }
+    }
     const standIns = firstEntries.some((entry) => entry === undefined)
       ? await readEntries(
           connection,
@@ -432,14 +446,18 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const keys = projectKeys(prefix, found.project);
       // No members key: a group of one (similar-join.lua), this delivery.
       const size = (await connection.zcard(groupMembersKey(keys, stored.g))) || 1;
-      return readShownFacts(history, connection, found.project, keys, stored, size);
+      const now = { ...stored, f: await firstNow(connection, keys, stored.g, stored.f) };
+      return readShownFacts(history, connection, found.project, keys, now, size);
     },
 
     async asRouted(key, project) {
       const found = await find(key, project);
       const stored = readStored(found?.value, key);
       if (!found || !stored) return undefined;
-      return readFacts(connection, found.project, projectKeys(prefix, found.project), stored);
+      const keys = projectKeys(prefix, found.project);
+      // The first as it is now: not one the operator has taken out since (group-first.ts).
+      const now = { ...stored, f: await firstNow(connection, keys, stored.g, stored.f) };
+      return readFacts(connection, found.project, keys, now);
     },
 
     async detach(key, project) {

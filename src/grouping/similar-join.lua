@@ -3,7 +3,8 @@
   (similar-grouping.ts), and each learns which of the worker's windows its arrival crossed. In
   order: a delivery whose best match is an earlier one of the batch takes that one's group as it
   was just stored, as if they had joined one at a time.
-  KEYS[1] the `of` hash (lines by their field: fieldOf in line-fields.lua), KEYS[2] the groups zset.
+  KEYS[1] the `of` hash (lines by their field: fieldOf in line-fields.lua), KEYS[2] the groups zset,
+  KEYS[3] the stream, KEYS[4] the operator's detaches (similar-detach.lua).
   ARGV: 1 key base, 2 ttl ms, 3 windows (JSON: a list of [atLeast, withinMs]); then per delivery,
   nine: its key, entry id, arrival ms, its own group id (its entry id: the id of the group it
   starts when it joins none), itself as a group's first (stored-grouping.ts: '' when its key is
@@ -17,9 +18,11 @@
   one: issue 30, memory): its one member is its first, whose arrival is in its stored value. The
   second to join adds the first to a members key, and the group to the project's groups.
 ]]
-local of, groups = KEYS[1], KEYS[2]
+local of, groups, docs = KEYS[1], KEYS[2], KEYS[3]
 local base, ttl = ARGV[1], tonumber(ARGV[2])
 local windows = cjson.decode(ARGV[3])
+-- Only a project an operator has detached from can have a group whose first was taken out.
+local detachedAny = redis.call('EXISTS', KEYS[4]) == 1
 
 local function entryMs(id)
   return tonumber(string.match(id, '^(%d+)'))
@@ -59,6 +62,58 @@ local function addFirst(members, group, first)
   return at
 end
 
+-- A first as stored (stored-grouping.ts) and its key.
+local function keyOfFirst(first)
+  local length, rest = string.match(first, '^(%d+):(.*)$')
+  if not length then return nil end
+  local recordId = string.sub(rest, 1, tonumber(length))
+  local firstKey = string.sub(rest, tonumber(length) + 1)
+  if firstKey == '' then firstKey = 'feedback.created:' .. recordId end
+  return firstKey, recordId
+end
+
+-- The group's first as it is now: its first as stored while that delivery is still in the group;
+-- once an operator took it out (similar-detach.lua: the group keeps its id), the earliest member
+-- left, by arrival (group-first.ts reads it the same way). A first whose line is gone or has not
+-- joined yet stands.
+local function firstNow(group, first)
+  if not detachedAny then return first end
+  local firstKey = keyOfFirst(first)
+  if not firstKey then return first end
+  local stored = lineOf(of, firstKey)
+  if not stored or string.sub(stored, 1, 8) == 'pending:' then return first end
+  local _, g = idsOfLine(string.match(stored, '^([^|]*)|([^|]*)|'))
+  if g == group then return first end
+  local earliest = redis.call('ZRANGE', base .. 'group:' .. group, 0, 0)[1]
+  if not earliest then return first end
+  -- A member is its line's field (fieldOf), or its key for a line written before that (its
+  -- arrival is a time, 10^11 or more): the field is the member either way.
+  local line = redis.call('HGET', of, earliest)
+  if not line then return first end
+  local entryField, groupField, arrived = string.match(line, '^([^|]*)|([^|]*)|[^|]*|([^|]*)|')
+  local memberKey = earliest
+  local arrival = tonumber(arrived) or 0
+  if arrival < 1e11 and arrival > -1e11 then
+    if string.sub(earliest, 1, 1) == ':' then
+      memberKey = string.sub(earliest, 2)
+    else
+      memberKey = 'feedback.created:' .. earliest
+    end
+  end
+  local e = idsOfLine(entryField, groupField)
+  local recordId = ''
+  if string.sub(memberKey, 1, 17) == 'feedback.created:' then recordId = string.sub(memberKey, 18) end
+  local read = redis.call('XRANGE', docs, e, e)[1]
+  if read then
+    for i = 1, #read[2], 2 do
+      if read[2][i] == 'r' then recordId = read[2][i + 1] end
+    end
+  end
+  local ownKey = memberKey
+  if memberKey == 'feedback.created:' .. recordId then ownKey = '' end
+  return string.len(recordId) .. ':' .. recordId .. ownKey
+end
+
 local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, matches)
   local current = lineOf(of, key)
   if current and string.sub(current, 1, 8) ~= 'pending:' then return current end
@@ -81,6 +136,7 @@ local function join(key, entry, t, group, first, bestKey, bestGroup, bestFirst, 
     else
       group, first = bestGroup, bestFirst
     end
+    first = firstNow(group, first)
   end
 
   local members = base .. 'group:' .. group

@@ -22,7 +22,8 @@
  *   distance back from this entry in base 36 (`ms` or `ms.seq`); comma-separated, best first.
  *   A line written before put the distance first and a colon before the score. Only this file
  *   reads them; the scripts keep them as they are;
- * - first: the group's first delivery, `<bytes of record id>:<record id><key>`, the key left
+ * - first: the group's first delivery when this one joined (an operator may take it out since:
+ *   group-first.ts reads the first as it is now), `<bytes of record id>:<record id><key>`, the key left
  *   empty when it is made of the record id (keyOfRecord). Last, as a key may hold any character.
  *   Empty when the delivery started its group and its key is made of its record id: the first is
  *   the delivery itself, whose key the reader looked it up by.

@@ -2,17 +2,24 @@
  * The handlers workers have: each worker writes its own at start and again every few seconds
  * while it runs (name, attempts and events), so the console can offer them by name, a backfill
  * can give a new run the attempts its handler has, and a worker routes a delivery to the handlers
- * other workers have (runtime.ts). A handler is offered for OFFERED_FOR_SECONDS after the last
+ * other workers have, and checks the group-size windows they declare (runtime.ts). A handler is offered for OFFERED_FOR_SECONDS after the last
  * worker that has it wrote it (started, or stopped); its run queue is listed (the dead letter,
  * the reader) as long as its failed runs may be kept.
  */
 import type { RedisConnection } from '../queue/redis.js';
+import type { SimilarWindow } from '../similar/similar-facts.js';
+import { isSimilarWindow } from '../similar/similar-window.js';
 
 export interface RosterEntry {
   readonly name: string;
   readonly attempts: number;
   /** The events it takes; absent when written by a release that did not say. */
   readonly events?: readonly string[];
+  /**
+   * The group-size windows it declares (defineHandler's `similarWindows`); absent when it
+   * declares none, or was written by a release that did not say. Stored as [atLeast, withinMs].
+   */
+  readonly similarWindows?: readonly SimilarWindow[];
 }
 
 /** A handler no worker has started with for a week is no longer offered. */
@@ -29,9 +36,16 @@ export async function announceHandlers(
 ): Promise<void> {
   if (handlers.length === 0) return;
   const at = Date.now();
-  const fields = handlers.flatMap(({ name, attempts, events }) => [
+  const fields = handlers.flatMap(({ name, attempts, events, similarWindows = [] }) => [
     name,
-    JSON.stringify({ attempts, events, at }),
+    JSON.stringify({
+      attempts,
+      events,
+      at,
+      ...(similarWindows.length > 0
+        ? { windows: similarWindows.map(({ atLeast, withinMs }) => [atLeast, withinMs]) }
+        : {}),
+    }),
   ]);
   await connection
     .multi()
@@ -59,19 +73,37 @@ export async function readRoster(
   return Object.entries(stored)
     .flatMap(([name, value]): RosterEntry[] => {
       try {
-        const { attempts, events, at } = JSON.parse(value) as {
+        const { attempts, events, at, windows } = JSON.parse(value) as {
           attempts?: unknown;
           events?: unknown;
           at?: unknown;
+          windows?: unknown;
         };
         // A handler no worker has started with for a while was taken out.
         const recent = typeof at === 'number' && Date.now() - at < within;
         if (typeof attempts !== 'number' || !recent) return [];
         const named = Array.isArray(events) && events.every((event) => typeof event === 'string');
-        return [{ name, attempts, ...(named ? { events: events as string[] } : {}) }];
+        const similarWindows = windowsOf(windows);
+        return [
+          {
+            name,
+            attempts,
+            ...(named ? { events: events as string[] } : {}),
+            ...(similarWindows.length > 0 ? { similarWindows } : {}),
+          },
+        ];
       } catch {
         return [];
       }
     })
     .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The windows of a roster entry; none for an entry without (an older release's) or a bad one. */
+function windowsOf(stored: unknown): SimilarWindow[] {
+  if (!Array.isArray(stored)) return [];
+  const windows = stored.map((pair: unknown) =>
+    Array.isArray(pair) ? { atLeast: pair[0] as unknown, withinMs: pair[1] as unknown } : undefined,
+  );
+  return windows.every(isSimilarWindow) ? windows : [];
 }

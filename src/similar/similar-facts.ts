@@ -30,8 +30,9 @@ export interface SimilarFacts {
   /** Up to 10 earlier deliveries, best first. */
   readonly matches: readonly SimilarMatchFact[];
   /**
-   * The windows (of those the worker's handlers declared) that this delivery's arrival made
-   * true: for each window, exactly one delivery of a group per crossing sees it here.
+   * The windows (of those the running workers' handlers declare, whichever worker routed it)
+   * that this delivery's arrival made true: for each window, exactly one delivery of a group
+   * per crossing sees it here.
    */
   readonly crossed: readonly SimilarWindow[];
 }

@@ -10,6 +10,12 @@ import { HANDLER_NAME } from '../runs/run-queues.js';
 import { FEEDBACK_CREATED } from '../webhooks/delivery.js';
 import type { FeedbackRecord } from '../webhooks/feedback-record.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
+import {
+  isSimilarWindow,
+  isSpan,
+  isWholeAtLeastOne,
+  MAX_SPAN_MS,
+} from '../similar/similar-window.js';
 
 export interface DeliveryInfo {
   /** Identifies the delivery across retries; the same for every handler of it. */
@@ -77,7 +83,8 @@ export interface HandlerDefinition {
   readonly backoff?: HandlerBackoff;
   /**
    * Group-size windows whose crossing the handler acts on: the delivery whose arrival makes a
-   * window true sees it in `similar.crossed`, once per crossing. Default: none.
+   * window true sees it in `similar.crossed`, once per crossing, whichever worker routes it
+   * (workers tell each other their handlers' windows: docs/similar.md). Default: none.
    */
   readonly similarWindows?: readonly SimilarWindow[];
   /**
@@ -171,10 +178,7 @@ export function defineHandler(definition: HandlerDefinition): Handler {
     throw new TypeError(`Handler "${name}": where must be a function of the record`);
   }
   const similarWindows = definition.similarWindows ?? [];
-  if (
-    !Array.isArray(similarWindows) ||
-    !similarWindows.every((w) => isWholeAtLeastOne(w?.atLeast) && isSpan(w.withinMs))
-  ) {
+  if (!Array.isArray(similarWindows) || !similarWindows.every(isSimilarWindow)) {
     throw new TypeError(
       `Handler "${name}": similarWindows must be a list of { atLeast, withinMs }, whole numbers of at least 1, withinMs at most 30 days (${MAX_SPAN_MS})`,
     );
@@ -219,20 +223,8 @@ export function defineHandler(definition: HandlerDefinition): Handler {
   });
 }
 
-function isWholeAtLeastOne(value: unknown): boolean {
-  return Number.isInteger(value) && (value as number) >= 1;
-}
-
-/**
- * The longest window, rate-limit duration or retry delay, as triage rules' `within`: 30 days.
- * Redis scripts write a number past some 10^14 as `1e+14`, which Redis refuses: a window that
- * long failed the routing of every grouped delivery, a rateLimit that long stalled its queue.
- */
-export const MAX_SPAN_MS = 30 * 86_400_000;
-
-function isSpan(value: unknown): boolean {
-  return isWholeAtLeastOne(value) && (value as number) <= MAX_SPAN_MS;
-}
+/** The longest window, rate-limit duration or retry delay (similar-window.ts): 30 days. */
+export { MAX_SPAN_MS };
 
 /** True for what defineHandler returns, even from another copy of this package. */
 export function isHandler(value: unknown): value is Handler {

@@ -33,6 +33,7 @@ import { createSimilarGrouping } from '../grouping/similar-grouping.js';
 import { ROUTING } from '../history/delivery-history.js';
 import { createHistoryWriter } from '../history/history-writer.js';
 import { announceHandlers, readRoster, type RosterEntry } from '../runs/handler-roster.js';
+import type { SimilarWindow } from '../similar/similar-facts.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
 import { createRuns } from './runs.js';
@@ -149,6 +150,9 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     ttlSeconds: options.dedupeTtlSeconds,
     logger,
   });
+  // Grouping checks the windows of every running worker's handlers, so a crossing is found
+  // whichever worker routes the delivery that makes it (the roster, read in `announce`).
+  let windowsElsewhere: readonly SimilarWindow[] = [];
   const similar = options.similar
     ? createSimilarGrouping({
         connection,
@@ -157,6 +161,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         keep: options.similar.keep,
         ttlSeconds: options.dedupeTtlSeconds,
         windows: handlers.flatMap((handler) => handler.similarWindows),
+        windowsElsewhere: () => windowsElsewhere,
         logger,
       })
     : undefined;
@@ -165,7 +170,12 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   // runs (the roster forgets a handler not written for a while), and before its workers take a
   // delivery, so that its routing adds runs for the handlers other workers have.
   const everyMs = options.announceEveryMs ?? ANNOUNCE_EVERY_MS;
-  const roster = handlers.map(({ name, attempts, events }) => ({ name, attempts, events }));
+  const roster = handlers.map(({ name, attempts, events, similarWindows }) => ({
+    name,
+    attempts,
+    events,
+    similarWindows,
+  }));
   let elsewhere: readonly RosterEntry[] = [];
   const announce = async () => {
     await announceHandlers(connection, prefix, roster);
@@ -173,6 +183,10 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       writtenWithinMs: everyMs * RUNNING_WITHIN_ANNOUNCEMENTS,
     });
     elsewhere = running.filter(({ name }) => !handlers.some((handler) => handler.name === name));
+    // Of every running entry, this worker's handlers' names included: another worker may run a
+    // handler of the same name with other windows (another rules file).
+    const windows = running.flatMap((entry) => entry.similarWindows ?? []);
+    if (JSON.stringify(windows) !== JSON.stringify(windowsElsewhere)) windowsElsewhere = windows;
   };
   await announce();
   // One at a time: while Redis is away, the connection holds one, not one per tick.

@@ -6,7 +6,8 @@
  * grouping line that keeps the arrival time itself (not ms before its entry id) and its first in
  * full, under the delivery's key (not its line field), with its key as its group's member, is
  * found and read as before; an entry's title ('t', which entries no longer keep) is still shown;
- * a delivery that entered before and had not joined joins once.
+ * a delivery that entered before and had not joined joins once; such a member becomes its
+ * group's first once the operator takes the first out.
  */
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
 import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
@@ -105,6 +106,20 @@ function version3(document: CompactDocument): Buffer {
 
 const WRITTEN_BY = { 2: version2, 3: version3 } as const;
 
+/** The stream entry an earlier worker wrote of a delivery, with its title; its id. */
+async function entryBefore(
+  record: FeedbackRecord,
+  version: keyof typeof WRITTEN_BY = 2,
+): Promise<string> {
+  const keys = projectKeys(env.prefix, PROJECT);
+  return (await env.connection.xadd(
+    keys.docs,
+    '*',
+    ...['k', '', 'r', record.id, 't', record.title as string, 'd'],
+    WRITTEN_BY[version](wideDocument(record)),
+  )) as string;
+}
+
 /** The entry and grouping line an earlier worker wrote of a delivery that started its group. */
 async function writtenBefore(
   record: FeedbackRecord,
@@ -112,19 +127,7 @@ async function writtenBefore(
   version: keyof typeof WRITTEN_BY = 2,
 ): Promise<string> {
   const keys = projectKeys(env.prefix, PROJECT);
-  const document = wideDocument(record);
-  const id = (await env.connection.xadd(
-    keys.docs,
-    '*',
-    'k',
-    '',
-    'r',
-    record.id,
-    't',
-    record.title as string,
-    'd',
-    WRITTEN_BY[version](document),
-  )) as string;
+  const id = await entryBefore(record, version);
   const first = `${Buffer.byteLength(record.id)}:${record.id}`;
   await env.connection.hset(keys.of, keyOfRecord(record.id), `${id}||1|${at}|||${first}`);
   await env.connection.zadd(keys.groups, at, id);
@@ -222,12 +225,7 @@ it('joins once a delivery that entered before this version and had not joined', 
   const old = await writtenBefore(checkout(0), Date.now() - HOUR_MS);
   // Entered by an earlier worker, which stopped before it joined: pending, under its key.
   const record = checkout(1);
-  const id = (await env.connection.xadd(
-    keys.docs,
-    '*',
-    ...['k', '', 'r', record.id, 't', record.title as string, 'd'],
-    version2(wideDocument(record)),
-  )) as string;
+  const id = await entryBefore(record);
   await env.connection.hset(keys.of, keyOfRecord(record.id), `pending:${id}`);
 
   const facts = await grouping().group(delivery(record));
@@ -238,4 +236,43 @@ it('joins once a delivery that entered before this version and had not joined', 
   expect(await env.connection.hget(keys.of, record.id)).toMatch(
     new RegExp(`^${encodeEntry(id)}\\|${encodeGroup(id, old)}\\|2\\|`),
   );
+});
+
+it("makes an earlier version's member the first once the operator takes the first out", async () => {
+  const keys = projectKeys(env.prefix, PROJECT);
+  const at = Date.now() - HOUR_MS;
+  const old = await writtenBefore(checkout(0), at);
+  // Its second, as an earlier worker joined it: its line under its key with its arrival time
+  // and the first in full, and both members by key.
+  // In words of its own, so that its copy (below) matches it best.
+  const second = { ...checkout(1), description: 'On my phone the pay button does nothing.' };
+  const id = await entryBefore(second);
+  await env.connection.hset(
+    keys.of,
+    keyOfRecord(second.id),
+    `${id}|${old}|2|${at + 1}|||8:fb_pay_0`,
+  );
+  await env.connection.zadd(
+    groupMembersKey(keys, old),
+    at,
+    keyOfRecord('fb_pay_0'),
+    at + 1,
+    keyOfRecord(second.id),
+  );
+  const reader = createSimilarGroups({
+    connection: env.connection,
+    prefix: env.prefix,
+    ttlSeconds: 24 * 3600,
+  });
+  expect(await reader.detach(keyOfRecord('fb_pay_0'), PROJECT)).toBe('detached');
+
+  const firstNow = { key: keyOfRecord(second.id), recordId: second.id };
+  expect((await reader.get(groupIdOf(PROJECT, old)))!.first).toMatchObject({
+    ...firstNow,
+    at: at + 1,
+  });
+  expect((await reader.ofDelivery(keyOfRecord(second.id), PROJECT))!.group.first).toEqual(firstNow);
+  // A copy of the second joins its group, and is told the first as it is now.
+  const copy = await grouping().group(delivery({ ...second, id: 'fb_pay_2' }));
+  expect(copy.group).toEqual({ id: groupIdOf(PROJECT, old), size: 2, first: firstNow });
 });
