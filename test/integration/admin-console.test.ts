@@ -453,6 +453,23 @@ describe('a method an endpoint does not take', () => {
     expect(response.body).toMatchObject({ code: 'METHOD_NOT_ALLOWED' });
   });
 
+  it.each([
+    ['post', '/admin/deliveries', 'GET'],
+    ['post', '/admin/groups', 'GET'],
+    ['delete', '/admin/deliveries/feedback.created%3Afb_c1', 'GET'],
+    ['get', '/admin/deliveries/feedback.created%3Afb_c1/detach', 'POST'],
+    ['put', '/admin/deliveries/bulk', 'GET, POST'],
+    ['post', '/admin/assets/console.css', 'GET'],
+  ] as const)('answers %s on the page %s 405, with Allow: %s', async (method, path, allowed) => {
+    const response = await request(app)
+      [method](path)
+      .set('Authorization', bearer)
+      .set('Sec-Fetch-Site', 'same-origin')
+      .expect(405);
+    expect(response.headers.allow).toBe(allowed);
+    expect(response.body).toMatchObject({ code: 'METHOD_NOT_ALLOWED' });
+  });
+
   it('answers 404 for a path no endpoint has, whatever the method', async () => {
     const agent = request(app);
     for (const send of [agent.get, agent.post]) {

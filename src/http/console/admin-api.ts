@@ -2,12 +2,13 @@
  * The console's JSON API under /admin/api, for its pages and for scripts alike (the same token;
  * docs/admin-api.md lists every endpoint with an example answer). State changes are POSTs.
  */
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type Router } from 'express';
 import { z } from 'zod';
 import { BulkBusyError, BulkSelectionError } from '../../runs/bulk-actions.js';
 import { readBulkSelection } from '../../runs/bulk-selection.js';
 import { sendProblem } from '../send-problem.js';
 import { jsonBody } from './json-body.js';
+import { methodRoutes } from './method-routes.js';
 import { CONSOLE_PATH } from './pages.js';
 import type { ConsoleSources } from './console-sources.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
@@ -20,15 +21,8 @@ export function createAdminApi(sources: ConsoleSources): Router {
   const { deliveryLog, quarantine, deliveries, deadLetter, runAgain, bulk, similarGroups } =
     sources;
   const api = express.Router();
-  // Each path's methods, so that another method on it answers 405 with Allow, not 404.
-  const methods = new Map<string, string[]>();
-  const recording = (method: 'get' | 'post') =>
-    ((path: string, ...handlers: RequestHandler[]) => {
-      methods.set(path, [...(methods.get(path) ?? []), method.toUpperCase()]);
-      return api[method](path, ...(handlers as [RequestHandler]));
-    }) as typeof api.get;
-  const get = recording('get');
-  const post = recording('post');
+  // Another method on a path answers 405 with Allow, not 404.
+  const { get, post, refuseOtherMethods } = methodRoutes(api);
 
   get('/overview', async (_req, res) => {
     res.json(await readOverview(sources));
@@ -176,16 +170,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ id: req.params.id, status: 'queued' });
   });
 
-  for (const [path, allowed] of methods) {
-    api.all(path, (req, res) => {
-      res.setHeader('Allow', allowed.join(', '));
-      sendProblem(
-        res,
-        'METHOD_NOT_ALLOWED',
-        `${path} takes ${allowed.join(' or ')}, not ${req.method}.`,
-      );
-    });
-  }
+  refuseOtherMethods();
   api.use((_req, res) => sendProblem(res, 'NOT_FOUND', 'No such endpoint; see docs/admin-api.md.'));
   return api;
 }
