@@ -5,7 +5,7 @@
  */
 import type { SimilarGroupSummary } from '../grouping/similar-groups.js';
 import { MOST_LISTED_GROUPS } from '../grouping/similar-groups.js';
-import { readSince } from '../runs/bulk-selection.js';
+import { readSince } from '../runs/since-span.js';
 import { LIMIT_OPTION, parseLimit, UsageError, type Command } from './command.js';
 import { plural } from './plural.js';
 import { withQueues } from './redis-for-cli.js';
@@ -31,11 +31,9 @@ Groups page (/admin/groups) shows them with their arrivals over time.`,
   async run(values) {
     const limit = parseLimit(values);
     const since = String(values.since);
-    const spanMs = readSince(since);
-    if (spanMs === undefined) {
-      throw new UsageError(
-        `--since takes a number and a unit, e.g. 30m, 24h or 7d; see feedback-receiver groups --help`,
-      );
+    const span = readSince(since);
+    if ('problem' in span) {
+      throw new UsageError(`--since: ${span.problem}; see feedback-receiver groups --help`);
     }
     const project = typeof values.project === 'string' ? values.project : undefined;
     await withQueues(async ({ similarGroups }) => {
@@ -45,7 +43,7 @@ Groups page (/admin/groups) shows them with their arrivals over time.`,
       }
       // The reader lists the fastest-growing first; the largest are among as many as it gives.
       const found = await similarGroups.list({
-        sinceMs: Date.now() - spanMs,
+        sinceMs: Date.now() - span.ms,
         project,
         limit: MOST_LISTED_GROUPS,
       });

@@ -45,6 +45,19 @@ describe('send', () => {
   });
 });
 
+describe('a span of zero', () => {
+  it.each([
+    [['groups', '--since', '0m']],
+    [['groups', '--since', '00h']],
+    [['deliveries', 'run-again', '--handler', 'triage', '--since', '0d']],
+  ])('%j is a usage error, in one sentence', async (args) => {
+    const result = await cli(args);
+    expect(result.code).toBe(2);
+    expect(result.output).toMatch(/since: expected a span longer than zero/);
+    expectOneSentence(result.output);
+  });
+});
+
 describe('a Redis where nothing listens', () => {
   it.each([[['quarantine', 'list']], [['deliveries', 'failed']]])(
     '%j says so in one sentence, not after the whole start timeout',

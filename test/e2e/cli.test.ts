@@ -287,7 +287,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(other.output).toContain('No group had a delivery in this span.');
     const wrong = await cli(['groups', '--since', 'yesterday'], { ...redisEnv(), SIMILAR: 'on' });
     expect(wrong.code).toBe(2);
-    expect(wrong.output).toMatch(/--since takes a number and a unit/);
+    expect(wrong.output).toMatch(/--since: expected a number and a unit/);
   });
 
   it('lists a run that failed for good in the dead letter, and retries it', async () => {

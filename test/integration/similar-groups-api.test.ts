@@ -79,6 +79,14 @@ describe('the groups API', () => {
     }
   });
 
+  it('answers 400 naming since for a span of zero, which would list nothing', async () => {
+    for (const since of ['0m', '0h', '0d', '000m']) {
+      const { body } = await get(`/admin/api/groups?since=${since}`).expect(400);
+      expect(body).toMatchObject({ code: 'BAD_REQUEST', status: 400 });
+      expect(body.detail).toMatch(/^since: expected a span longer than zero/);
+    }
+  });
+
   it('shows one group with its deliveries, newest first, and 404 for an unknown one', async () => {
     const [pay] = (await get('/admin/api/groups').expect(200)).body.groups;
     const { body } = await get(`/admin/api/groups/${pay.id}`).expect(200);
