@@ -21,8 +21,9 @@ export const groupsCommand: Command = {
 
 Lists the groups of similar feedback of two or more deliveries that had a
 delivery in the span (--since takes 30m, 24h or 7d), largest first: size, last arrival, project, and the
-first report's title. --project shows one project's groups only. The console's
-Groups page (/admin/groups) shows them with their arrivals over time.`,
+first report's title. --project shows one project's groups only. It lists what
+Redis holds, whatever SIMILAR says here: workers keep the groups (SIMILAR=on).
+The console's Groups page (/admin/groups) shows them with their arrivals over time.`,
   options: {
     since: { type: 'string', default: '24h' },
     project: { type: 'string' },
@@ -37,10 +38,6 @@ Groups page (/admin/groups) shows them with their arrivals over time.`,
     }
     const project = typeof values.project === 'string' ? values.project : undefined;
     await withQueues(async ({ similarGroups }) => {
-      if (!similarGroups) {
-        console.log('Grouping is off (SIMILAR=off): no group is kept.');
-        return;
-      }
       // The reader lists the fastest-growing first; the largest are among as many as it gives.
       const found = await similarGroups.list({
         sinceMs: Date.now() - span.ms,
@@ -57,7 +54,11 @@ Groups page (/admin/groups) shows them with their arrivals over time.`,
 
 /** The listing: a header, then a line per group, largest first, at most `limit`. */
 export function groupLines(groups: readonly SimilarGroupSummary[], limit: number): string[] {
-  if (groups.length === 0) return ['No group had a delivery in this span.'];
+  if (groups.length === 0) {
+    return [
+      'No group had a delivery in this span. Workers keep groups of similar feedback with SIMILAR=on.',
+    ];
+  }
   const largest = [...groups]
     .sort((a, b) => b.size - a.size || b.lastAt - a.lastAt)
     .slice(0, limit);

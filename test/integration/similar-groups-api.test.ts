@@ -1,7 +1,7 @@
 /**
  * The console's JSON API of groups of similar feedback over real HTTP, against deliveries a real
  * worker grouped: the list, one group, a delivery's `similar`, detach, bad input, and the answers
- * with SIMILAR=off.
+ * from a console given no reader of groups.
  */
 import type { Express } from 'express';
 import request from 'supertest';
@@ -147,7 +147,7 @@ describe('the groups API', () => {
     expect(refused.body).toMatchObject({ code: 'CROSS_SITE_REQUEST' });
   });
 
-  it('answers an empty list and 404s with SIMILAR=off', async () => {
+  it('answers an empty list and 404s from a console given no reader of groups (an embedder)', async () => {
     expect((await get('/admin/api/groups', off).expect(200)).body.groups).toEqual([]);
     await get('/admin/api/groups/bm8.bm8', off).expect(404);
     await post('/admin/api/deliveries/feedback.created:fb_pay_0/detach', off).expect(404);

@@ -54,7 +54,10 @@ export function groupsPage(
       </nav>
       ${
         groups.length === 0
-          ? html`<p class="empty">No delivery arrived in this span (${label.toLowerCase()}).</p>`
+          ? html`<p class="empty">
+              No group had a delivery in this span (${label.toLowerCase()}). Workers keep groups of
+              similar feedback with <code>SIMILAR=on</code>.
+            </p>`
           : html`<table class="groups">
               <thead>
                 <tr>
@@ -131,7 +134,7 @@ export function groupPage(group: SimilarGroupDetail): Html {
   );
 }
 
-/** Grouping is off (SIMILAR=off): the groups pages say so. */
+/** No reader of groups was given (an embedder's console without one): the groups pages say so. */
 export function groupingOffPage(): Html {
   return layout(
     'Groups',
@@ -169,7 +172,9 @@ export function similarSection(key: string, section: SimilarSection): Html {
   if (!facts) {
     return html`<section class="similar">
       <h2>Similar</h2>
-      <p class="empty">Not grouped (yet): it is grouped when the worker routes it.</p>
+      <p class="empty">
+        Not grouped (yet): a worker groups a delivery as it routes it, with <code>SIMILAR=on</code>.
+      </p>
     </section>`;
   }
   const { group, matches } = facts;

@@ -70,7 +70,7 @@ describe('the groups page', () => {
       /href="\/admin\/groups\?since=7d&amp;project=prj_a%26b"\s+aria-current="page"/,
     );
     expect(markup).toContain('href="/admin/groups?since=24h&amp;project=prj_a%26b"');
-    expect(markup).toContain('No delivery arrived in this span');
+    expect(markup).toContain('No group had a delivery in this span');
   });
 });
 
