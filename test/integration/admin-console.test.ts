@@ -461,8 +461,8 @@ describe('a method an endpoint does not take', () => {
     ['put', '/admin/deliveries/bulk', 'GET, POST'],
     ['post', '/admin/assets/console.css', 'GET'],
   ] as const)('answers %s on the page %s 405, with Allow: %s', async (method, path, allowed) => {
-    const response = await request(app)
-      [method](path)
+    const sent = request(app)[method](path);
+    const response = await sent
       .set('Authorization', bearer)
       .set('Sec-Fetch-Site', 'same-origin')
       .expect(405);
