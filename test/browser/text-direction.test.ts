@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { defineHandler } from '../../src/worker/handler.js';
 import { createTestAdminApp } from '../helpers/admin-app.js';
-import { launchChromium, serveOnLoopback } from '../helpers/browser.js';
+import { openInChromium } from '../helpers/browser.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
 const TOKEN = 'direction-token-8b3e1d';
@@ -19,7 +19,7 @@ const TURNED = `${RLO}Pay button stays grey at checkout`;
 const TURNED_ID = `fb_${RLO}turned`;
 
 let env: TestWorkerEnv;
-let served: Awaited<ReturnType<typeof serveOnLoopback>> | undefined;
+let opened: Awaited<ReturnType<typeof openInChromium>> | undefined;
 let url: string;
 let browser: Browser;
 
@@ -54,16 +54,14 @@ beforeAll(async () => {
     headers: { 'x-note': `${RLO}sent by` },
     body: Buffer.from(JSON.stringify({ id: 'fb_q', title: [`${RLO}turned`] })),
   });
-  served = await serveOnLoopback(
+  opened = await openInChromium(
     createTestAdminApp(env, worker.runQueues, TOKEN, { similar: true }),
   );
-  url = served.url;
-  browser = await launchChromium();
+  ({ url, browser } = opened);
 }, 30_000);
 
 afterAll(async () => {
-  await browser?.close();
-  served?.close();
+  await opened?.close();
   await env?.close();
 });
 
