@@ -170,12 +170,12 @@ describe('the console pages', () => {
       .get('/admin/deliveries/nope')
       .set('Authorization', bearer)
       .expect(404);
-    expect(missing.text).toContain('No delivery <code>nope</code> is kept.');
+    expect(missing.text).toContain('No delivery <code><bdi>nope</bdi></code> is kept.');
     const entry = await request(app)
       .get('/admin/quarantine/q-nope')
       .set('Authorization', bearer)
       .expect(404);
-    expect(entry.text).toContain('No quarantine entry <code>q-nope</code> is kept.');
+    expect(entry.text).toContain('No quarantine entry <code><bdi>q-nope</bdi></code> is kept.');
   });
 });
 

@@ -3,10 +3,8 @@ import { escapeHtml, html, isolated, isolatedText } from '../../../src/http/cons
 
 describe('visitor text in a page', () => {
   it('is isolated in <bdi>, escaped inside it', () => {
-    expect(
-      html`<td>${isolated('\u202E<b>grey')}</td>
-        after`.markup,
-    ).toBe('<td><bdi>\u202E&lt;b&gt;grey</bdi></td> after');
+    const cell = html`<td>${isolated('\u202E<b>grey')}</td>`;
+    expect(cell.markup).toBe('<td><bdi>\u202E&lt;b&gt;grey</bdi></td>');
   });
 
   it('is closed by a pop directional isolate where no markup can go', () => {
