@@ -78,7 +78,6 @@ export function openAdminConsole(
     | 'queuePrefix'
     | 'dedupeTtlSeconds'
     | 'traceUrlTemplate'
-    | 'similar'
     | 'completedJobRetentionSeconds'
   >,
   token: string,
@@ -92,9 +91,13 @@ export function openAdminConsole(
   const runs = createRunReader(deliveries, runQueues);
   const history = createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds });
   const markers = { connection, prefix };
-  const similarGroups = config.similar
-    ? createSimilarGroups({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds, logger })
-    : undefined;
+  // What Redis holds, whatever the receiver's SIMILAR: the workers group and keep the groups.
+  const similarGroups = createSimilarGroups({
+    connection,
+    prefix,
+    ttlSeconds: config.dedupeTtlSeconds,
+    logger,
+  });
   const bulk = createBulkActions({
     connection,
     prefix,
@@ -104,7 +107,7 @@ export function openAdminConsole(
     markers,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     retention: handlerRunRetention(config.completedJobRetentionSeconds),
-    similarFacts: similarGroups?.asRouted,
+    similarFacts: similarGroups.asRouted,
   });
   return {
     admin: {

@@ -23,7 +23,7 @@ run id, handler, delivery key, attempts, when, and why.`,
       }
       for (const entry of entries) {
         console.log(
-          `${entry.id}\n  handler ${entry.handler}, delivery ${terminalText(entry.deliveryKey)}, ${plural(entry.attempts, 'attempt')}, failed ${entry.failedAt ?? '?'}\n  ${terminalText(entry.reason)}`,
+          `${terminalText(entry.id)}\n  handler ${terminalText(entry.handler)}, delivery ${terminalText(entry.deliveryKey)}, ${plural(entry.attempts, 'attempt')}, failed ${entry.failedAt ?? '?'}\n  ${terminalText(entry.reason)}`,
         );
       }
       console.log(

@@ -5,7 +5,7 @@
  */
 import type { SimilarGroupSummary } from '../grouping/similar-groups.js';
 import { MOST_LISTED_GROUPS } from '../grouping/similar-groups.js';
-import { readSince } from '../runs/bulk-selection.js';
+import { readSince } from '../runs/since-span.js';
 import { LIMIT_OPTION, parseLimit, UsageError, type Command } from './command.js';
 import { plural } from './plural.js';
 import { withQueues } from './redis-for-cli.js';
@@ -21,8 +21,9 @@ export const groupsCommand: Command = {
 
 Lists the groups of similar feedback of two or more deliveries that had a
 delivery in the span (--since takes 30m, 24h or 7d), largest first: size, last arrival, project, and the
-first report's title. --project shows one project's groups only. The console's
-Groups page (/admin/groups) shows them with their arrivals over time.`,
+first report's title. --project shows one project's groups only. It lists what
+Redis holds, whatever SIMILAR says here: workers keep the groups (SIMILAR=on).
+The console's Groups page (/admin/groups) shows them with their arrivals over time.`,
   options: {
     since: { type: 'string', default: '24h' },
     project: { type: 'string' },
@@ -31,21 +32,15 @@ Groups page (/admin/groups) shows them with their arrivals over time.`,
   async run(values) {
     const limit = parseLimit(values);
     const since = String(values.since);
-    const spanMs = readSince(since);
-    if (spanMs === undefined) {
-      throw new UsageError(
-        `--since takes a number and a unit, e.g. 30m, 24h or 7d; see feedback-receiver groups --help`,
-      );
+    const span = readSince(since);
+    if ('problem' in span) {
+      throw new UsageError(`--since: ${span.problem}; see feedback-receiver groups --help`);
     }
     const project = typeof values.project === 'string' ? values.project : undefined;
     await withQueues(async ({ similarGroups }) => {
-      if (!similarGroups) {
-        console.log('Grouping is off (SIMILAR=off): no group is kept.');
-        return;
-      }
       // The reader lists the fastest-growing first; the largest are among as many as it gives.
       const found = await similarGroups.list({
-        sinceMs: Date.now() - spanMs,
+        sinceMs: Date.now() - span.ms,
         project,
         limit: MOST_LISTED_GROUPS,
       });
@@ -59,7 +54,11 @@ Groups page (/admin/groups) shows them with their arrivals over time.`,
 
 /** The listing: a header, then a line per group, largest first, at most `limit`. */
 export function groupLines(groups: readonly SimilarGroupSummary[], limit: number): string[] {
-  if (groups.length === 0) return ['No group had a delivery in this span.'];
+  if (groups.length === 0) {
+    return [
+      'No group had a delivery in this span. Workers keep groups of similar feedback with SIMILAR=on.',
+    ];
+  }
   const largest = [...groups]
     .sort((a, b) => b.size - a.size || b.lastAt - a.lastAt)
     .slice(0, limit);

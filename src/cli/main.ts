@@ -27,6 +27,7 @@ import { serveCommand } from './serve.js';
 import { startCommand } from './start.js';
 import { whoamiCommand } from './whoami.js';
 import { workCommand } from './work.js';
+import { terminalText } from './terminal-text.js';
 
 const COMMANDS: readonly Command[] = [
   serveCommand,
@@ -146,12 +147,15 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError) {
-    console.error(`feedback-receiver: ${error.message}`);
+    console.error(`feedback-receiver: ${terminalText(error.message)}`);
     process.exit(2);
   }
   // Start-up problems (configuration, handler modules, rules file) explain themselves; anything
   // else gets the command's name in front. Never a stack trace.
-  const message = error instanceof Error ? error.message : String(error);
+  // A message may quote what a sender, a server or the command line gave: escaped, lines kept.
+  const message = terminalText(error instanceof Error ? error.message : String(error), {
+    keepLines: true,
+  });
   console.error(
     message.startsWith('Invalid configuration') ? message : `feedback-receiver: ${message}`,
   );

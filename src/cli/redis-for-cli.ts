@@ -26,8 +26,8 @@ export async function withQueues<T>(
     quarantine: ReturnType<typeof createQuarantine>;
     deliveries: DeliveryQueueProducer;
     bulk: BulkActions;
-    /** Undefined when grouping is off (SIMILAR=off). */
-    similarGroups: SimilarGroups | undefined;
+    /** What Redis holds of grouping, whatever this process's SIMILAR: workers keep the groups. */
+    similarGroups: SimilarGroups;
     /** Moves the runs an earlier version left in its one queue (legacy-runs.ts). */
     moveLegacyRuns: (
       options: Pick<MoveLegacyRunsOptions, 'includeFailed'>,
@@ -43,9 +43,11 @@ export async function withQueues<T>(
     await waitForRedis(connection, config.redisUrl, { refusedForMs: REFUSED_FOR_MS });
     const prefix = config.queuePrefix;
     const markers = { connection, prefix };
-    const similarGroups = config.similar
-      ? createSimilarGroups({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds })
-      : undefined;
+    const similarGroups = createSimilarGroups({
+      connection,
+      prefix,
+      ttlSeconds: config.dedupeTtlSeconds,
+    });
     return await use({
       deadLetter: createDeadLetter({ runQueues, deliveries: deliveries.queue, markers }),
       bulk: createBulkActions({
@@ -57,7 +59,7 @@ export async function withQueues<T>(
         markers,
         dedupeTtlSeconds: config.dedupeTtlSeconds,
         retention: handlerRunRetention(config.completedJobRetentionSeconds),
-        similarFacts: similarGroups?.asRouted,
+        similarFacts: similarGroups.asRouted,
       }),
       quarantine: createQuarantine({ connection, prefix: config.queuePrefix }),
       similarGroups,

@@ -5,6 +5,7 @@ import { WEBHOOK_PATH } from '../http/webhook-route.js';
 import { signHmacSha256 } from '../webhooks/hmac-sha256.js';
 import { signStandardWebhook } from '../webhooks/standard-webhooks.js';
 import { requireOption, UsageError, type Command } from './command.js';
+import { terminalText } from './terminal-text.js';
 
 export const sendCommand: Command = {
   name: 'send',
@@ -44,7 +45,9 @@ gets ${WEBHOOK_PATH}. Exits 0 on a 2xx answer, 1 otherwise.`,
         throw new Error(unreachable(target, error), { cause: error });
       },
     );
-    console.log(`${response.status} ${response.statusText}\n${await response.text()}`);
+    // Whatever answers at --url writes this: its escapes are shown, never obeyed.
+    const answer = `${response.statusText}\n${await response.text()}`;
+    console.log(`${response.status} ${terminalText(answer, { keepLines: true })}`);
     if (!response.ok) process.exitCode = 1;
   },
 };

@@ -1,6 +1,7 @@
 import { isApiError } from '../api/api-errors.js';
 import { apiFromEnv, TOKEN_FILE_OPTION, TOKEN_HELP } from './api-from-env.js';
 import type { Command } from './command.js';
+import { terminalText } from './terminal-text.js';
 
 export const whoamiCommand: Command = {
   name: 'whoami',
@@ -29,7 +30,7 @@ Calls GET /v1/me and says whose token it is. ${TOKEN_HELP}`,
       }
       throw error;
     }
-    console.log(describeUser(me));
+    console.log(terminalText(describeUser(me)));
   },
 };
 

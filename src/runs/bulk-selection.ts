@@ -5,13 +5,7 @@
 import { z } from 'zod';
 import type { BulkSelection } from './bulk-actions.js';
 import { firstProblem, presentFields } from './form-fields.js';
-
-const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-const Since = z
-  .string()
-  .regex(/^\d{1,5}[mhd]$/, 'expected a number and a unit, e.g. 30m, 24h or 7d')
-  .transform((text) => Number(text.slice(0, -1)) * UNIT_MS[text.slice(-1) as keyof typeof UNIT_MS]);
+import { Since } from './since-span.js';
 
 const BulkSelectionSchema = z
   .strictObject({
@@ -30,12 +24,6 @@ const BulkSelectionSchema = z
     message: 'only run-again takes a handler; a retry takes every failed run of the result',
     path: ['handler'],
   });
-
-/** A span such as 30m, 24h or 7d, in ms; undefined when the text is not one. */
-export function readSince(text: string): number | undefined {
-  const parsed = Since.safeParse(text);
-  return parsed.success ? parsed.data : undefined;
-}
 
 export type SelectionCheck =
   | { readonly ok: true; readonly selection: BulkSelection }

@@ -3,6 +3,9 @@
  * sent: each a real process, its messages and exit codes as a user sees them.
  */
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createQuarantine } from '../../src/queue/quarantine.js';
@@ -41,6 +44,51 @@ describe('send', () => {
     expect(result.code).toBe(1);
     expect(result.output).toContain('cannot read --file /nonexistent/delivery.json: no such file');
     expect(result.output).not.toContain('ENOENT');
+    expectOneSentence(result.output);
+  });
+});
+
+describe('text from elsewhere, on the terminal', () => {
+  it('shows the escapes and direction controls of what answers at --url, never obeys them', async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.end('\u001b]0;owned\u0007\u001b[2Jok \u202Edesrever\nsecond line');
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const result = await cli(['send', '--url', `http://127.0.0.1:${port}/`], {
+        WEBHOOK_SECRET: 's',
+      });
+      expect(result.code).toBe(0);
+      expect(result.output).toContain(
+        '200 OK\n\\x1b]0;owned\\x07\\x1b[2Jok \\u202edesrever\nsecond line',
+      );
+      for (const obeyed of ['\u001b', '\u0007', '\u202e'])
+        expect(result.output).not.toContain(obeyed);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('shows an option it does not know, escaped, in its one sentence', async () => {
+    const result = await cli(['groups', '--\u001b[2J\u202Ex']);
+    expect(result.code).toBe(2);
+    expect(result.output).toContain('groups has no option --\\x1b[2J\\u202ex');
+    for (const obeyed of ['\u001b', '\u202e']) expect(result.output).not.toContain(obeyed);
+    expectOneSentence(result.output);
+  });
+});
+
+describe('a span of zero', () => {
+  it.each([
+    [['groups', '--since', '0m']],
+    [['groups', '--since', '00h']],
+    [['deliveries', 'run-again', '--handler', 'triage', '--since', '0d']],
+  ])('%j is a usage error, in one sentence', async (args) => {
+    const result = await cli(args);
+    expect(result.code).toBe(2);
+    expect(result.output).toMatch(/since: expected a span longer than zero/);
     expectOneSentence(result.output);
   });
 });

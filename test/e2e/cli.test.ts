@@ -24,6 +24,7 @@ const background: CliProcess[] = [];
 let sandboxUrl: string;
 let receiverUrl: string;
 let secret: string;
+const ADMIN_TOKEN = randomBytes(16).toString('hex');
 
 const redisEnv = () => ({ REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: prefix });
 const apiEnv = (token = SANDBOX_TOKEN) => ({
@@ -48,7 +49,8 @@ beforeAll(async () => {
   sandboxUrl = await reportedUrl(sandbox, 'sandbox listening');
 
   secret = randomBytes(32).toString('base64url');
-  const serve = await startServe({ WEBHOOK_SECRET: secret, ...redisEnv() });
+  // The console on, and SIMILAR left at its default (off) here: only the worker groups.
+  const serve = await startServe({ WEBHOOK_SECRET: secret, ADMIN_TOKEN, ...redisEnv() });
   receiverUrl = serve.url;
   const registered = await cli(
     ['hooks', 'register', '--project', 'prj_shop', '--url', `${receiverUrl}/webhooks/feedback`],
@@ -248,7 +250,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(refused.output).toMatch(/^401 Unauthorized/);
   });
 
-  it('lists the largest groups of similar feedback, their titles made safe', async () => {
+  it('lists the largest groups of similar feedback, their titles made safe, whatever its own SIMILAR', async () => {
     const titles = [
       'Invoice PDF download crashes \u001b[2Jinto zebra stripes',
       'invoice pdf download crashes into zebra stripes!!',
@@ -265,10 +267,8 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     }
     const listed = await vi.waitFor(
       async () => {
-        const result = await cli(['groups', '--since', '1h', '--project', 'prj_shop'], {
-          ...redisEnv(),
-          SIMILAR: 'on',
-        });
+        // Without SIMILAR=on: the worker keeps the groups, and the CLI reads what Redis holds.
+        const result = await cli(['groups', '--since', '1h', '--project', 'prj_shop'], redisEnv());
         expect(result.output).toMatch(
           /^ +2 {2}\S+Z {2}prj_shop {2}Invoice PDF download crashes \\x1b\[2Jinto zebra stripes$/m,
         );
@@ -279,15 +279,20 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(listed.code).toBe(0);
     expect(listed.output).toMatch(/^Size {2}Last arrival/m);
     expect(listed.output).not.toContain('\u001b');
-    const other = await cli(['groups', '--project', 'prj_nobody'], {
-      ...redisEnv(),
-      SIMILAR: 'on',
-    });
+    // So does the console of a receiver with SIMILAR off: its API and its Groups page.
+    const admin = { headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } };
+    const api = await fetch(`${receiverUrl}/admin/api/groups?since=1h&project=prj_shop`, admin);
+    expect(api.status).toBe(200);
+    const { groups } = (await api.json()) as { groups: { size: number }[] };
+    expect(groups.map((group) => group.size)).toEqual([2]);
+    const page = await fetch(`${receiverUrl}/admin/groups?project=prj_shop`, admin);
+    expect(await page.text()).toContain('Invoice PDF download crashes');
+    const other = await cli(['groups', '--project', 'prj_nobody'], redisEnv());
     expect(other).toMatchObject({ code: 0 });
     expect(other.output).toContain('No group had a delivery in this span.');
-    const wrong = await cli(['groups', '--since', 'yesterday'], { ...redisEnv(), SIMILAR: 'on' });
+    const wrong = await cli(['groups', '--since', 'yesterday'], redisEnv());
     expect(wrong.code).toBe(2);
-    expect(wrong.output).toMatch(/--since takes a number and a unit/);
+    expect(wrong.output).toMatch(/--since: expected a number and a unit/);
   });
 
   it('lists a run that failed for good in the dead letter, and retries it', async () => {

@@ -20,7 +20,7 @@ export function createTestAdminApp(
   env: TestWorkerEnv,
   runQueues: RunQueues,
   token: string,
-  /** Whether the console reads groups of similar feedback (SIMILAR=on). Default: off. */
+  /** Whether the console is given a reader of groups of similar feedback, as the receiver's always is. Default: not. */
   { similar = false }: { readonly similar?: boolean } = {},
 ): Express {
   const queues = async () => [env.deliveries, ...(await runQueues.all())];

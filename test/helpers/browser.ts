@@ -43,3 +43,24 @@ export async function serveOnLoopback(
     },
   };
 }
+
+/** `app` on loopback and a Chromium to look at it; `close` ends both. */
+export async function openInChromium(
+  app: RequestListener,
+): Promise<{ url: string; browser: Browser; close(): Promise<void> }> {
+  const served = await serveOnLoopback(app);
+  try {
+    const browser = await launchChromium();
+    return {
+      url: served.url,
+      browser,
+      close: async () => {
+        await browser.close();
+        served.close();
+      },
+    };
+  } catch (error) {
+    served.close();
+    throw error;
+  }
+}

@@ -170,12 +170,12 @@ describe('the console pages', () => {
       .get('/admin/deliveries/nope')
       .set('Authorization', bearer)
       .expect(404);
-    expect(missing.text).toContain('No delivery <code>nope</code> is kept.');
+    expect(missing.text).toContain('No delivery <code><bdi>nope</bdi></code> is kept.');
     const entry = await request(app)
       .get('/admin/quarantine/q-nope')
       .set('Authorization', bearer)
       .expect(404);
-    expect(entry.text).toContain('No quarantine entry <code>q-nope</code> is kept.');
+    expect(entry.text).toContain('No quarantine entry <code><bdi>q-nope</bdi></code> is kept.');
   });
 });
 
@@ -452,6 +452,23 @@ describe('a method an endpoint does not take', () => {
     ['get', '/admin/api/deliveries/bulk/plan', 'POST'],
   ] as const)('answers %s %s 405, with Allow: %s', async (method, path, allowed) => {
     const response = await request(app)[method](path).set('Authorization', bearer).expect(405);
+    expect(response.headers.allow).toBe(allowed);
+    expect(response.body).toMatchObject({ code: 'METHOD_NOT_ALLOWED' });
+  });
+
+  it.each([
+    ['post', '/admin/deliveries', 'GET'],
+    ['post', '/admin/groups', 'GET'],
+    ['delete', '/admin/deliveries/feedback.created%3Afb_c1', 'GET'],
+    ['get', '/admin/deliveries/feedback.created%3Afb_c1/detach', 'POST'],
+    ['put', '/admin/deliveries/bulk', 'GET, POST'],
+    ['post', '/admin/assets/console.css', 'GET'],
+  ] as const)('answers %s on the page %s 405, with Allow: %s', async (method, path, allowed) => {
+    const sent = request(app)[method](path);
+    const response = await sent
+      .set('Authorization', bearer)
+      .set('Sec-Fetch-Site', 'same-origin')
+      .expect(405);
     expect(response.headers.allow).toBe(allowed);
     expect(response.body).toMatchObject({ code: 'METHOD_NOT_ALLOWED' });
   });

@@ -170,6 +170,7 @@ describe('POST /admin/api/deliveries/bulk', () => {
     [{ action: 'run-again' }, /handler: run-again needs a handler/],
     [{ action: 'retry', handler: 'picky' }, /handler: only run-again takes a handler/],
     [{ action: 'retry', since: 'yesterday' }, /since: expected a number and a unit/],
+    [{ action: 'retry', since: '0h' }, /^since: expected a span longer than zero/],
     [{ action: 'delete' }, /action: /],
     [{ action: 'retry', sort: 'title' }, /sort: unknown field/],
     [[], /action: /],
@@ -177,6 +178,15 @@ describe('POST /admin/api/deliveries/bulk', () => {
     const response = await post('/admin/api/deliveries/bulk', body).expect(400);
     expect(response.body).toMatchObject({ code: 'BAD_REQUEST' });
     expect(response.body.detail).toMatch(detail);
+  });
+
+  it('answers the plan 400 for a span of zero, naming since', async () => {
+    const response = await post('/admin/api/deliveries/bulk/plan', {
+      action: 'run-again',
+      handler: 'picky',
+      since: '0m',
+    }).expect(400);
+    expect(response.body.detail).toMatch(/^since: expected a span longer than zero/);
   });
 
   it('refuses a cross-site POST, and one without the token', async () => {

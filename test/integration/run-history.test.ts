@@ -129,7 +129,8 @@ describe("auto-triage's record", () => {
       .set('Authorization', `Bearer ${TOKEN}`)
       .expect(200);
     expect(page.text).toContain('The API answered with');
-    const answer = /The API answered with <code>(.*?)<\/code>/.exec(page.text)?.[1] ?? '';
+    const answer =
+      /The API answered with <code><bdi>(.*?)<\/bdi><\/code>/.exec(page.text)?.[1] ?? '';
     expect(JSON.parse(answer.replaceAll('&quot;', '"'))).toEqual({ priority_id: 4, status_id: 1 });
   });
 });

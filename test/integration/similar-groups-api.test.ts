@@ -1,7 +1,7 @@
 /**
  * The console's JSON API of groups of similar feedback over real HTTP, against deliveries a real
  * worker grouped: the list, one group, a delivery's `similar`, detach, bad input, and the answers
- * with SIMILAR=off.
+ * from a console given no reader of groups.
  */
 import type { Express } from 'express';
 import request from 'supertest';
@@ -79,6 +79,14 @@ describe('the groups API', () => {
     }
   });
 
+  it('answers 400 naming since for a span of zero, which would list nothing', async () => {
+    for (const since of ['0m', '0h', '0d', '000m']) {
+      const { body } = await get(`/admin/api/groups?since=${since}`).expect(400);
+      expect(body).toMatchObject({ code: 'BAD_REQUEST', status: 400 });
+      expect(body.detail).toMatch(/^since: expected a span longer than zero/);
+    }
+  });
+
   it('shows one group with its deliveries, newest first, and 404 for an unknown one', async () => {
     const [pay] = (await get('/admin/api/groups').expect(200)).body.groups;
     const { body } = await get(`/admin/api/groups/${pay.id}`).expect(200);
@@ -139,7 +147,7 @@ describe('the groups API', () => {
     expect(refused.body).toMatchObject({ code: 'CROSS_SITE_REQUEST' });
   });
 
-  it('answers an empty list and 404s with SIMILAR=off', async () => {
+  it('answers an empty list and 404s from a console given no reader of groups (an embedder)', async () => {
     expect((await get('/admin/api/groups', off).expect(200)).body.groups).toEqual([]);
     await get('/admin/api/groups/bm8.bm8', off).expect(404);
     await post('/admin/api/deliveries/feedback.created:fb_pay_0/detach', off).expect(404);

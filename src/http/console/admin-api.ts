@@ -2,12 +2,13 @@
  * The console's JSON API under /admin/api, for its pages and for scripts alike (the same token;
  * docs/admin-api.md lists every endpoint with an example answer). State changes are POSTs.
  */
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type Router } from 'express';
 import { z } from 'zod';
 import { BulkBusyError, BulkSelectionError } from '../../runs/bulk-actions.js';
 import { readBulkSelection } from '../../runs/bulk-selection.js';
 import { sendProblem } from '../send-problem.js';
 import { jsonBody } from './json-body.js';
+import { methodRoutes } from './method-routes.js';
 import { CONSOLE_PATH } from './pages.js';
 import type { ConsoleSources } from './console-sources.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
@@ -20,21 +21,8 @@ export function createAdminApi(sources: ConsoleSources): Router {
   const { deliveryLog, quarantine, deliveries, deadLetter, runAgain, bulk, similarGroups } =
     sources;
   const api = express.Router();
-  // Each path's methods, so that another method on it answers 405 with Allow, not 404. The 405
-  // follows the path's first endpoint: after all of them, a path that a later endpoint's
-  // parameter matches too (GET /deliveries/bulk, as /deliveries/:key) was answered by it, 404.
-  const methods = new Map<string, string[]>();
-  const recording = (method: 'get' | 'post') =>
-    ((path: string, ...handlers: RequestHandler[]) => {
-      const allowed = methods.get(path) ?? [];
-      allowed.push(method.toUpperCase());
-      const route = api[method](path, ...(handlers as [RequestHandler]));
-      if (!methods.has(path)) api.all(path, methodNotAllowed(path, allowed));
-      methods.set(path, allowed);
-      return route;
-    }) as typeof api.get;
-  const get = recording('get');
-  const post = recording('post');
+  // Another method on a path answers 405 with Allow, not 404.
+  const { get, post } = methodRoutes(api);
 
   get('/overview', async (_req, res) => {
     res.json(await readOverview(sources));
@@ -223,14 +211,3 @@ function notFound(res: express.Response, what: string): void {
  * 405 with Allow for a method `path` does not take; one it takes (an endpoint of the path added
  * after this) goes on. HEAD is GET's.
  */
-function methodNotAllowed(path: string, allowed: readonly string[]): RequestHandler {
-  return (req, res, next) => {
-    if (allowed.includes(req.method === 'HEAD' ? 'GET' : req.method)) return next();
-    res.setHeader('Allow', allowed.join(', '));
-    sendProblem(
-      res,
-      'METHOD_NOT_ALLOWED',
-      `${path} takes ${allowed.join(' or ')}, not ${req.method}.`,
-    );
-  };
-}

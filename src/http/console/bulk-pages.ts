@@ -4,7 +4,7 @@
  */
 import type { BulkPlan, BulkProgress, BulkSelection } from '../../runs/bulk-actions.js';
 import type { DeliveryQuery } from '../../runs/delivery-log.js';
-import { html, type Html } from './html.js';
+import { html, isolated, type Html } from './html.js';
 import { CONSOLE_PATH, layout } from './pages.js';
 import { noun, plural } from './plural.js';
 
@@ -137,7 +137,7 @@ export function bulkProgressPage(progress: BulkProgress): Html {
 
 function searchLine(selection: BulkSelection, since?: string): Html {
   const parts = [
-    selection.q ? html`matching “${selection.q}”` : html`all deliveries`,
+    selection.q ? html`matching “${isolated(selection.q)}”` : html`all deliveries`,
     selection.state ? html`, in state ${selection.state}` : '',
     since ? html`, received in the last ${since}` : '',
   ];

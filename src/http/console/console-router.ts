@@ -18,6 +18,7 @@ import {
 import type { ConsoleSources } from './console-sources.js';
 import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
+import { methodRoutes } from './method-routes.js';
 import {
   GROUP_SPANS,
   groupingOffPage,
@@ -52,16 +53,18 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   const form = express.urlencoded({ extended: false, limit: '16kb' });
   const router = express.Router();
   router.use('/api', createAdminApi(sources));
+  // Another method on a page answers 405 with Allow, as the API does, not 404.
+  const { get, post } = methodRoutes(router);
 
-  router.get('/assets/console.css', (_req, res) => asset(res, 'text/css', CONSOLE_CSS));
-  router.get('/assets/console.js', (_req, res) => asset(res, 'text/javascript', CONSOLE_JS));
-  router.get('/assets/favicon.svg', (_req, res) => asset(res, 'image/svg+xml', FAVICON_SVG));
+  get('/assets/console.css', (_req, res) => asset(res, 'text/css', CONSOLE_CSS));
+  get('/assets/console.js', (_req, res) => asset(res, 'text/javascript', CONSOLE_JS));
+  get('/assets/favicon.svg', (_req, res) => asset(res, 'image/svg+xml', FAVICON_SVG));
 
-  router.get('/', async (_req, res) => {
+  get('/', async (_req, res) => {
     page(res, 200, overviewPage(await readOverview(sources)));
   });
 
-  router.get('/deliveries', async (req, res) => {
+  get('/deliveries', async (req, res) => {
     const check = readDeliveriesQuery(req.query);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
     const found = await deliveryLog.list(check.query);
@@ -70,7 +73,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   });
 
   // A bulk action: choose (run-again's handler), confirm with the count, then follow it.
-  router.get('/deliveries/bulk', async (req, res) => {
+  get('/deliveries/bulk', async (req, res) => {
     const fields = req.query as Record<string, unknown>;
     const choosing = fields.action === 'run-again' && oneValue(fields.handler) === undefined;
     // Without its handler yet, the rest of the selection is checked as it is.
@@ -84,7 +87,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     if (plan) page(res, 200, bulkConfirmPage(plan, oneValue(fields.since)));
   });
 
-  router.post('/deliveries/bulk', form, async (req, res) => {
+  post('/deliveries/bulk', form, async (req, res) => {
     const fields = (req.body ?? {}) as Record<string, unknown>;
     const check = readBulkSelection(fields);
     if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
@@ -97,13 +100,13 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     if (progress) res.redirect(303, `${BULK_PATH}/${progress.id}`);
   });
 
-  router.get('/deliveries/bulk/:id', async (req, res) => {
+  get('/deliveries/bulk/:id', async (req, res) => {
     const progress = await bulk.progress(req.params.id);
     if (progress) page(res, 200, bulkProgressPage(progress));
     else page(res, 404, notFoundPage('bulk action', req.params.id));
   });
 
-  router.get('/deliveries/:key', async (req, res) => {
+  get('/deliveries/:key', async (req, res) => {
     const { key } = req.params;
     const delivery = await deliveryLog.get(key);
     if (!delivery) return page(res, 404, notFoundPage('delivery', key));
@@ -121,7 +124,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     );
   });
 
-  router.post('/deliveries/:key/detach', async (req, res) => {
+  post('/deliveries/:key/detach', async (req, res) => {
     const { key } = req.params;
     if (!similarGroups) return page(res, 404, groupingOffPage());
     // Its project says where grouping keeps it; a delivery no longer kept is looked for.
@@ -134,7 +137,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     );
   });
 
-  router.get('/groups', async (req, res) => {
+  get('/groups', async (req, res) => {
     if (!similarGroups) return page(res, 200, groupingOffPage());
     const since = req.query.since ?? '24h';
     if (typeof since !== 'string' || !Object.hasOwn(GROUP_SPANS, since)) {
@@ -154,14 +157,14 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     page(res, 200, groupsPage(groups, span, project));
   });
 
-  router.get('/groups/:id', async (req, res) => {
+  get('/groups/:id', async (req, res) => {
     if (!similarGroups) return page(res, 200, groupingOffPage());
     const group = await similarGroups.get(req.params.id);
     if (group) page(res, 200, groupPage(group));
     else page(res, 404, groupNotFoundPage(req.params.id));
   });
 
-  router.post('/deliveries/:key/runs/:handler/retry', async (req, res) => {
+  post('/deliveries/:key/runs/:handler/retry', async (req, res) => {
     const { key, handler } = req.params;
     const run = await runs.find(key, handler);
     const retried = run?.canRetry === true && (await deadLetter.retry(run.runId));
@@ -169,13 +172,13 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
   });
 
   // Running a completed run again may repeat its effects: the page asks, then POSTs `confirm`.
-  router.get('/deliveries/:key/run-again', async (req, res) => {
+  get('/deliveries/:key/run-again', async (req, res) => {
     const delivery = await deliveryLog.get(req.params.key);
     if (!delivery) return page(res, 404, notFoundPage('delivery', req.params.key));
     page(res, 200, runAgainPage(delivery, oneValue(req.query.handler)));
   });
 
-  router.post('/deliveries/:key/run-again', form, async (req, res) => {
+  post('/deliveries/:key/run-again', form, async (req, res) => {
     const { key } = req.params;
     const fields = (req.body ?? {}) as Record<string, unknown>;
     const handler = oneValue(fields.handler);
@@ -197,34 +200,34 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     afterAction(res, `deliveries/${encodeURIComponent(key)}`, done);
   });
 
-  router.get('/quarantine', async (req, res) => {
+  get('/quarantine', async (req, res) => {
     const { entries, total } = await readQuarantine(sources);
     page(res, 200, quarantinePage(entries, total, noticeOf(req)));
   });
 
-  router.get('/quarantine/:id', async (req, res) => {
+  get('/quarantine/:id', async (req, res) => {
     const entry = await quarantine.get(req.params.id);
     if (entry) page(res, 200, quarantineEntryPage(entry));
     else page(res, 404, notFoundPage('quarantine entry', req.params.id));
   });
 
-  router.post('/quarantine/:id/replay', async (req, res) => {
+  post('/quarantine/:id/replay', async (req, res) => {
     const { status } = await quarantine.replay(req.params.id, deliveries);
     const done: Notice =
       status === 'not_found' ? 'gone' : status === 'invalid' ? 'still-invalid' : 'replayed';
     afterAction(res, 'quarantine', done);
   });
 
-  router.post('/quarantine/:id/delete', async (req, res) => {
+  post('/quarantine/:id/delete', async (req, res) => {
     afterAction(res, 'quarantine', (await quarantine.delete(req.params.id)) ? 'deleted' : 'gone');
   });
 
-  router.get('/dead-letter', async (req, res) => {
+  get('/dead-letter', async (req, res) => {
     const { groups, total } = await readDeadLetter(sources);
     page(res, 200, deadLetterPage(groups, total, noticeOf(req)));
   });
 
-  router.post('/dead-letter/retry', form, async (req, res) => {
+  post('/dead-letter/retry', form, async (req, res) => {
     const { handler, reason } = (req.body ?? {}) as Record<string, unknown>;
     if (typeof handler !== 'string' || typeof reason !== 'string') {
       return sendProblem(res, 'BAD_REQUEST', 'handler and reason: expected one value each');
@@ -233,7 +236,7 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
     afterAction(res, 'dead-letter', retried > 0 ? 'retried' : 'gone');
   });
 
-  router.post('/dead-letter/:id/retry', async (req, res) => {
+  post('/dead-letter/:id/retry', async (req, res) => {
     afterAction(res, 'dead-letter', (await deadLetter.retry(req.params.id)) ? 'retried' : 'gone');
   });
 

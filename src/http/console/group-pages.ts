@@ -10,7 +10,7 @@ import type {
   SimilarGroupSummary,
 } from '../../grouping/similar-groups.js';
 import type { ShownSimilarFacts } from '../../similar/similar-facts.js';
-import { html, type Html } from './html.js';
+import { html, isolated, isolatedText, type Html } from './html.js';
 import { CONSOLE_PATH, layout, time } from './pages.js';
 import { plural } from './plural.js';
 
@@ -40,7 +40,8 @@ export function groupsPage(
     html`<h1>Groups</h1>
       <p class="meta">
         Similar feedback, grouped as it arrives: the groups of two or more that grew in this span,
-        the fastest-growing first. ${project ? html`Project <code>${project}</code> only.` : ''}
+        the fastest-growing first.
+        ${project ? html`Project <code>${isolated(project)}</code> only.` : ''}
       </p>
       <nav class="spans" aria-label="Span">
         ${Object.entries(GROUP_SPANS).map(
@@ -54,7 +55,10 @@ export function groupsPage(
       </nav>
       ${
         groups.length === 0
-          ? html`<p class="empty">No delivery arrived in this span (${label.toLowerCase()}).</p>`
+          ? html`<p class="empty">
+              No group had a delivery in this span (${label.toLowerCase()}). Workers keep groups of
+              similar feedback with <code>SIMILAR=on</code>.
+            </p>`
           : html`<table class="groups">
               <thead>
                 <tr>
@@ -74,8 +78,12 @@ export function groupsPage(
                         >
                       </td>
                       <td data-label="First report">
-                        <a href="${deliveryHref(group.first.key)}">${titleOf(group.first)}</a>
-                        <br /><span class="meta">${group.project} · ${timeAt(group.first.at)}</span>
+                        <a href="${deliveryHref(group.first.key)}"
+                          >${isolated(titleOf(group.first))}</a
+                        >
+                        <br /><span class="meta"
+                          >${isolated(group.project)} · ${timeAt(group.first.at)}</span
+                        >
                       </td>
                       <td data-label="Last report">${timeAt(group.lastAt)}</td>
                       <td data-label="Arrivals">${arrivalsChart(group.arrivals, label)}</td>
@@ -90,12 +98,13 @@ export function groupsPage(
 export function groupPage(group: SimilarGroupDetail): Html {
   const title = titleOf(group.first);
   return layout(
-    `Group: ${title}`,
+    `Group: ${isolatedText(title)}`,
     'groups',
-    html`<h1>${title}</h1>
+    html`<h1>${isolated(title)}</h1>
       <p class="meta">
         A group of ${plural(group.size, 'delivery', 'deliveries')} in project
-        <code>${group.project}</code>, from ${timeAt(group.first.at)} to ${timeAt(group.lastAt)}.
+        <code>${isolated(group.project)}</code>, from ${timeAt(group.first.at)} to
+        ${timeAt(group.lastAt)}.
       </p>
       ${arrivalsChart(group.arrivals, 'Last day')}
       <table class="deliveries">
@@ -112,10 +121,10 @@ export function groupPage(group: SimilarGroupDetail): Html {
               html`<tr>
                 <td data-label="Arrived">${timeAt(member.at)}</td>
                 <td data-label="Title">
-                  <a href="${deliveryHref(member.key)}">${titleOf(member)}</a>
+                  <a href="${deliveryHref(member.key)}">${isolated(titleOf(member))}</a>
                   ${member.key === group.first.key ? html`<span class="state">first</span>` : ''}
                 </td>
-                <td data-label="Feedback id"><code>${member.recordId}</code></td>
+                <td data-label="Feedback id"><code>${isolated(member.recordId)}</code></td>
               </tr>`,
           )}
         </tbody>
@@ -131,7 +140,7 @@ export function groupPage(group: SimilarGroupDetail): Html {
   );
 }
 
-/** Grouping is off (SIMILAR=off): the groups pages say so. */
+/** No reader of groups was given (an embedder's console without one): the groups pages say so. */
 export function groupingOffPage(): Html {
   return layout(
     'Groups',
@@ -150,8 +159,8 @@ export function groupNotFoundPage(id: string): Html {
     'groups',
     html`<h1>Not found</h1>
       <p class="empty">
-        No group <code>${id}</code> is kept. A group lasts as long as the delivery history keeps its
-        deliveries (DEDUPE_TTL_SECONDS).
+        No group <code>${isolated(id)}</code> is kept. A group lasts as long as the delivery history
+        keeps its deliveries (DEDUPE_TTL_SECONDS).
       </p>
       <p><a href="${GROUPS_PATH}">All groups</a></p>`,
   );
@@ -169,7 +178,9 @@ export function similarSection(key: string, section: SimilarSection): Html {
   if (!facts) {
     return html`<section class="similar">
       <h2>Similar</h2>
-      <p class="empty">Not grouped (yet): it is grouped when the worker routes it.</p>
+      <p class="empty">
+        Not grouped (yet): a worker groups a delivery as it routes it, with <code>SIMILAR=on</code>.
+      </p>
     </section>`;
   }
   const { group, matches } = facts;
@@ -188,7 +199,7 @@ export function similarSection(key: string, section: SimilarSection): Html {
                   ? html`, the first of them.`
                   : html`, first reported as
                       <a href="${deliveryHref(group.first.key)}"
-                        ><code>${group.first.recordId}</code></a
+                        ><code>${isolated(group.first.recordId)}</code></a
                       >.`
               }`
       }
@@ -200,7 +211,9 @@ export function similarSection(key: string, section: SimilarSection): Html {
             ${matches.map(
               (match) =>
                 html`<li>
-                  <a href="${deliveryHref(match.key)}">${match.title || match.recordId}</a>
+                  <a href="${deliveryHref(match.key)}"
+                    >${isolated(match.title || match.recordId)}</a
+                  >
                   <span class="score" title="similarity, 0 to 1">${match.score.toFixed(2)}</span>
                 </li>`,
             )}

@@ -2,17 +2,13 @@
 import { z } from 'zod';
 import { MOST_LISTED_GROUPS } from '../../grouping/similar-groups.js';
 import { firstProblem, presentFields } from '../../runs/form-fields.js';
-
-const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+import { SinceText, spanMs } from '../../runs/since-span.js';
 
 /** How far back the groups list looks by default. */
 export const DEFAULT_GROUPS_SINCE = '24h';
 
 const GroupsQuerySchema = z.strictObject({
-  since: z
-    .string()
-    .regex(/^\d{1,5}[mhd]$/, 'expected a number and a unit, e.g. 30m, 24h or 7d')
-    .default(DEFAULT_GROUPS_SINCE),
+  since: SinceText.default(DEFAULT_GROUPS_SINCE),
   project: z.string().min(1).max(256, 'expected at most 256 characters').optional(),
   limit: z
     .string()
@@ -48,6 +44,5 @@ export function readGroupsQuery(params: Record<string, unknown>): GroupsQueryChe
     };
   }
   const { since, project, limit } = parsed.data;
-  const sinceMs = Number(since.slice(0, -1)) * UNIT_MS[since.slice(-1) as keyof typeof UNIT_MS];
-  return { ok: true, query: { since, sinceMs, project, limit } };
+  return { ok: true, query: { since, sinceMs: spanMs(since), project, limit } };
 }

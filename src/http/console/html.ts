@@ -40,11 +40,31 @@ const ENTITIES: Record<string, string> = {
   '>': '&gt;',
   '"': '&quot;',
   "'": '&#39;',
+  // A browser drops NUL from a page's text unseen: shown as the replacement character instead,
+  // as it shows one in an attribute, so that the operator sees something is there.
+  '\0': '\uFFFD',
 };
 
 /** Text made safe for an element's content and for a quoted attribute value. */
 export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (character) => ENTITIES[character]!);
+  return text.replace(/[&<>"'\0]/g, (character) => ENTITIES[character]!);
+}
+
+/**
+ * Text written by someone outside (a visitor's title, a sender's id, an error about them),
+ * isolated in `<bdi>`: a direction control in it (U+202E RIGHT-TO-LEFT OVERRIDE, say) turns that
+ * text only, never the rest of its cell or heading, and its direction is its own.
+ */
+export function isolated(text: unknown): Html {
+  return html`<bdi>${text}</bdi>`;
+}
+
+/**
+ * The same for text where no markup can go (a page's `<title>`): FIRST STRONG ISOLATE before it
+ * and POP DIRECTIONAL ISOLATE after, which close whatever it opened.
+ */
+export function isolatedText(text: string): string {
+  return `\u2068${text}\u2069`;
 }
 
 /** A link target from untrusted input: an absolute http(s) URL, or nothing. */

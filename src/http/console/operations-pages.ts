@@ -5,7 +5,7 @@
  */
 import type { DeadLetterGroup } from '../../runs/dead-letter.js';
 import type { QuarantineEntry, QuarantineSummary } from '../../queue/quarantine.js';
-import { html, type Html } from './html.js';
+import { html, isolated, type Html } from './html.js';
 import { CONSOLE_PATH, layout, time } from './pages.js';
 import { plural } from './plural.js';
 import { byteLabel, visibleBytes } from './visible-bytes.js';
@@ -63,8 +63,8 @@ export function quarantinePage(
                           >${time(entry.receivedAt)}</a
                         >
                       </td>
-                      <td data-label="Reason">${entry.reason}</td>
-                      <td data-label="Issues">${issuesText(entry.issues)}</td>
+                      <td data-label="Reason">${isolated(entry.reason)}</td>
+                      <td data-label="Issues">${isolated(issuesText(entry.issues))}</td>
                       <td data-label="Size">${plural(entry.size, 'byte')}</td>
                     </tr>`,
                 )}
@@ -81,9 +81,10 @@ export function quarantineEntryPage(entry: QuarantineEntry): Html {
     'quarantine',
     html`<h1>Quarantined delivery</h1>
       <p class="meta">
-        ${entry.reason} · received ${time(entry.receivedAt)} · <code>${entry.id}</code>
+        ${isolated(entry.reason)} · received ${time(entry.receivedAt)} ·
+        <code>${isolated(entry.id)}</code>
       </p>
-      <p class="error">${issuesText(entry.issues)}</p>
+      <p class="error">${isolated(issuesText(entry.issues))}</p>
       <div class="actions">
         <form method="post" action="${action}/replay">
           <button type="submit">Replay</button>
@@ -105,8 +106,8 @@ ${visibleBytes(entry.body).map((segment) =>
               <dl class="fields">
                 ${Object.entries(entry.headers).map(
                   ([name, value]) =>
-                    html`<dt>${name}</dt>
-                      <dd>${value}</dd>`,
+                    html`<dt>${isolated(name)}</dt>
+                      <dd>${isolated(value)}</dd>`,
                 )}
               </dl>`
           : ''
@@ -136,7 +137,7 @@ export function deadLetterPage(
               (group) =>
                 html`<section class="group">
                   <h2>${group.handler} · ${plural(group.runs.length, 'run')}</h2>
-                  <p class="error">${group.cause}</p>
+                  <p class="error">${isolated(group.cause)}</p>
                   <form method="post" action="${CONSOLE_PATH}/dead-letter/retry">
                     <input type="hidden" name="handler" value="${group.handler}" />
                     <input type="hidden" name="reason" value="${group.reason}" />
@@ -148,7 +149,7 @@ export function deadLetterPage(
                         html`<li>
                           <a
                             href="${CONSOLE_PATH}/deliveries/${encodeURIComponent(run.deliveryKey)}"
-                            >${run.deliveryKey || run.id}</a
+                            >${isolated(run.deliveryKey || run.id)}</a
                           >
                           · ${plural(run.attempts, 'attempt')}
                           ${run.failedAt ? html`· failed ${time(run.failedAt)}` : ''}
@@ -162,7 +163,7 @@ export function deadLetterPage(
                             // The cause above says it all when nothing was taken out of it.
                             run.reason === group.cause
                               ? ''
-                              : html`<p class="error">${run.reason}</p>`
+                              : html`<p class="error">${isolated(run.reason)}</p>`
                           }
                         </li>`,
                     )}

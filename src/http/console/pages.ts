@@ -11,7 +11,7 @@ import type {
   RunView,
 } from '../../runs/delivery-log.js';
 import { DELIVERY_FILTERS, type DeliveryFilter } from '../../runs/delivery-log.js';
-import { html, safeHref, type Html } from './html.js';
+import { html, isolated, isolatedText, safeHref, type Html } from './html.js';
 import { plural } from './plural.js';
 
 export const CONSOLE_PATH = '/admin';
@@ -79,22 +79,22 @@ export function deliveriesPage(page: DeliveryPage, query: DeliveryQuery, actions
           <td data-label="Received">${time(delivery.receivedAt)}</td>
           <td data-label="Title">
             <a href="${CONSOLE_PATH}/quarantine/${encodeURIComponent(delivery.id)}"
-              >${delivery.deliveryId ?? delivery.id}</a
+              >${isolated(delivery.deliveryId ?? delivery.id)}</a
             >
           </td>
           <td data-label="Project"></td>
           <td data-label="Rating"></td>
-          <td data-label="Handlers">${state('quarantined')} ${delivery.reason}</td>
+          <td data-label="Handlers">${state('quarantined')} ${isolated(delivery.reason)}</td>
         </tr>`
       : html`<tr>
           <td data-label="Received">${time(delivery.receivedAt)}</td>
           <td data-label="Title">
             <a href="${deliveryHref(delivery.key)}"
-              >${delivery.record.title || delivery.record.id}</a
+              >${isolated(delivery.record.title || delivery.record.id)}</a
             >
           </td>
-          <td data-label="Project">${delivery.record.project_id}</td>
-          <td data-label="Rating">${delivery.record.rating}</td>
+          <td data-label="Project">${isolated(delivery.record.project_id)}</td>
+          <td data-label="Rating">${isolated(delivery.record.rating)}</td>
           <td data-label="Handlers">${state(delivery.state)} ${delivery.runs.map(runBadge)}</td>
         </tr>`,
   );
@@ -169,16 +169,16 @@ export function deliveryPage(
   const context = record.client_context;
   const geo = context?.geo;
   return layout(
-    record.title || record.id,
+    isolatedText(record.title || record.id),
     'deliveries',
-    html`<h1>${record.title || record.id}</h1>
+    html`<h1>${isolated(record.title || record.id)}</h1>
       ${done ?? ''}
       <p class="meta">
         ${state(delivery.state)} · received ${time(delivery.receivedAt)} ·
-        <code>${delivery.key}</code>
+        <code>${isolated(delivery.key)}</code>
         ${delivery.traceId ? html` · trace ${traceLink(delivery.traceId, traceUrlTemplate)}` : ''}
       </p>
-      ${delivery.reason ? html`<p class="error">${delivery.reason}</p>` : ''}
+      ${delivery.reason ? html`<p class="error">${isolated(delivery.reason)}</p>` : ''}
       ${
         delivery.recordKept
           ? ''
@@ -292,7 +292,7 @@ export function notFoundPage(
     what === 'quarantine entry' ? 'quarantine' : 'deliveries',
     html`<h1>Not found</h1>
       <p class="empty">
-        No ${what} <code>${id}</code> is kept.
+        No ${what} <code>${isolated(id)}</code> is kept.
         ${
           what === 'delivery'
             ? 'The delivery history keeps deliveries for DEDUPE_TTL_SECONDS.'
@@ -394,7 +394,7 @@ function eventsOfRun(run: RunView): TimelineEvent[] {
     events.push({
       at: run.finishedAt,
       what: html`${run.handler} ${run.state} after
-      ${plural(run.attempts ?? 1, 'attempt')}${run.reason ? html`: <span class="error">${run.reason}</span>` : ''}`,
+      ${plural(run.attempts ?? 1, 'attempt')}${run.reason ? html`: <bdi class="error">${run.reason}</bdi>` : ''}`,
     });
   }
   return events;
@@ -411,7 +411,7 @@ const ATTEMPT_OUTCOMES: Record<AttemptRecord['outcome'], string> = {
 function attemptLine(handler: string, attempt: AttemptRecord): Html {
   return html`${handler}: attempt ${attempt.attempt} of ${attempt.of},
   ${ATTEMPT_OUTCOMES[attempt.outcome]} after ${attempt.ms}
-  ms${attempt.error ? html`: <span class="error">${attempt.error}</span>` : ''}`;
+  ms${attempt.error ? html`: <bdi class="error">${attempt.error}</bdi>` : ''}`;
 }
 
 function runItem(key: string, run: RunView): Html {
@@ -420,7 +420,7 @@ function runItem(key: string, run: RunView): Html {
     <strong>${run.handler}</strong> ${run.state}
     ${run.attempts ? html`after ${plural(run.attempts, 'attempt')}` : ''}
     ${run.finishedAt ? html`at ${time(run.finishedAt)}` : ''}
-    ${run.reason ? html`<p class="error">${run.reason}</p>` : ''}
+    ${run.reason ? html`<p class="error">${isolated(run.reason)}</p>` : ''}
     ${
       run.canRetry
         ? html`<form
@@ -458,7 +458,7 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
       html`<h1>Run again</h1>
         <p class="empty">
           ${handler ? html`No completed run of <strong>${handler}</strong>` : 'No completed run'} on
-          “${title}”: only a run that completed runs again (a failed one is retried).
+          “${isolated(title)}”: only a run that completed runs again (a failed one is retried).
         </p>
         <p>${back}</p>`,
     );
@@ -469,7 +469,7 @@ export function runAgainPage(delivery: DeliveryView, handler: string | undefined
     html`<h1>Run again?</h1>
       <p>
         ${completed.map((run) => html`<strong>${run.handler}</strong> `)} will run again on
-        “${title}”, with all of ${completed.length > 1 ? 'their' : 'its'} attempts.
+        “${isolated(title)}”, with all of ${completed.length > 1 ? 'their' : 'its'} attempts.
       </p>
       <p class="error">
         Whatever it did the first time may happen twice: a second update, a second message.
@@ -534,8 +534,8 @@ function triageResult(result: unknown): TriageSummary | undefined {
 function groupEffects({ first, notify }: TriageSummary): Html | undefined {
   if (!first && !notify) return undefined;
   const patchOfFirst = first
-    ? html`<code>PATCH ${JSON.stringify(first.patch)}</code> to the group's first record
-        ${first.recordId}`
+    ? html`<code>PATCH ${isolated(JSON.stringify(first.patch))}</code> to the group's first record
+        ${isolated(first.recordId)}`
     : undefined;
   const notifies = notify ? html`a notify through ${notify.via.join(', ')}` : undefined;
   const done = [first?.sent ? patchOfFirst : undefined, notify?.sent ? notifies : undefined];
@@ -559,7 +559,7 @@ function triageSummary(summary: TriageSummary): Html {
   const fired = html`Rules that fired: ${matched.join(', ')}.`;
   const group = groupEffects(summary) ?? '';
   const fields = typeof patch === 'object' && patch !== null ? Object.keys(patch).length : 0;
-  const request = html`<code>PATCH ${JSON.stringify(patch)}</code>`;
+  const request = html`<code>PATCH ${isolated(JSON.stringify(patch))}</code>`;
   if (fields === 0 && group) return html`<p>${fired} ${group}</p>`;
   if (fields === 0) {
     return html`<p>${fired} The record already had what they set; nothing was sent.</p>`;
@@ -567,7 +567,7 @@ function triageSummary(summary: TriageSummary): Html {
   if (sent === true) {
     return html`<p>
       ${fired} Sent ${request}.
-      ${answer === undefined ? '' : html`The API answered with <code>${JSON.stringify(answer)}</code>.`}
+      ${answer === undefined ? '' : html`The API answered with <code>${isolated(JSON.stringify(answer))}</code>.`}
       ${group}
     </p>`;
   }
@@ -581,21 +581,23 @@ function fields(rows: readonly (readonly [string, unknown])[]): Html {
   return html`<dl class="fields">
     ${shown.map(
       ([name, value]) =>
-        html`<dt>${name}</dt>
+        html`<dt>${isolated(name)}</dt>
           <dd>${multiline(value)}</dd>`,
     )}
   </dl>`;
 }
 
-/** Text as written, its line breaks kept; anything else as it is. */
+/** Text as written, its line breaks kept and its direction its own; anything else as it is. */
 function multiline(value: unknown): unknown {
-  return typeof value === 'string' ? html`<span class="text">${value}</span>` : value;
+  return typeof value === 'string' ? html`<bdi class="text">${value}</bdi>` : value;
 }
 
 /** A link for an http(s) URL; any other text, shown as text. */
 function link(url: string | null | undefined): Html | string | undefined {
   const href = safeHref(url);
-  if (href) return html`<a href="${href}" rel="noopener noreferrer nofollow">${url}</a>`;
+  if (href) {
+    return html`<a href="${href}" rel="noopener noreferrer nofollow">${isolated(url)}</a>`;
+  }
   return url ?? undefined;
 }
 

@@ -1,7 +1,7 @@
 /**
  * A body exactly as received, as text a person can read: valid UTF-8 as it is, and every byte
- * that is not part of valid UTF-8 (or is a control character other than tab and newline) as a
- * visible `\xNN`. Nothing is interpreted.
+ * that is not part of valid UTF-8, or of a control or direction character other than tab and
+ * newline (U+202E, say, all three of its bytes), as a visible `\xNN`. Nothing is interpreted.
  */
 export type Segment = { readonly text: string } | { readonly byte: number };
 
@@ -47,9 +47,14 @@ function decode(bytes: Uint8Array): string | undefined {
   }
 }
 
+/**
+ * C0 and C1 controls and DEL, the line and paragraph separators, and the bidirectional marks,
+ * embeddings, overrides and isolates, which would reorder the text after them unseen.
+ */
+const HIDDEN = /^[\p{Cc}\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]$/u;
+
 function isHiddenControl(character: string): boolean {
-  const code = character.codePointAt(0)!;
-  return (code < 0x20 && character !== '\n' && character !== '\t') || code === 0x7f;
+  return character !== '\n' && character !== '\t' && HIDDEN.test(character);
 }
 
 /** `\xNN`, as a byte is shown. */

@@ -48,6 +48,8 @@ describe('the groups listing', () => {
   });
 
   it('says when no group had a delivery', () => {
-    expect(groupLines([], 10)).toEqual(['No group had a delivery in this span.']);
+    expect(groupLines([], 10)).toEqual([
+      'No group had a delivery in this span. Workers keep groups of similar feedback with SIMILAR=on.',
+    ]);
   });
 });

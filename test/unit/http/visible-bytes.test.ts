@@ -31,4 +31,12 @@ describe('visibleBytes', () => {
     ]);
     expect(byteLabel(0x0a)).toBe('\\x0A');
   });
+
+  it('shows direction controls and C1 controls byte by byte, so nothing after them turns', () => {
+    const body = Buffer.from('pay \u202Eevil\u2066 x\u0085y\u200F');
+    const shown = visibleBytes(body)
+      .map((segment) => ('text' in segment ? segment.text : byteLabel(segment.byte)))
+      .join('');
+    expect(shown).toBe('pay \\xE2\\x80\\xAEevil\\xE2\\x81\\xA6 x\\xC2\\x85y\\xE2\\x80\\x8F');
+  });
 });
