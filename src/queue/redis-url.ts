@@ -46,8 +46,10 @@ export class RedisUrlError extends Error {
 
 const DEFAULT_PORT = { sentinel: 26379, cluster: 6379 } as const;
 
+// The userinfo runs to the last `@` before the hosts, as WHATWG URL (and so ioredis, for a single
+// Redis) reads it: a password may hold an `@` of its own.
 const MULTI_HOST =
-  /^(rediss?)\+(sentinel|cluster):\/\/(?:([^@/?#]*)@)?([^/?#]+)(\/[^?#]*)?(\?[^#]*)?$/;
+  /^(rediss?)\+(sentinel|cluster):\/\/(?:([^/?#]*)@)?([^@/?#]+)(\/[^?#]*)?(\?[^#]*)?$/;
 
 /**
  * @throws {RedisUrlError} saying what is wrong, without echoing the URL (it may hold a password).
@@ -108,11 +110,16 @@ export function parseRedisUrl(text: string): RedisTarget {
   };
 }
 
-/** The URL as it may appear in a log line or an error message: any password replaced by `***`. */
+/**
+ * The URL as it may appear in a log line or an error message: any password replaced by `***`.
+ * The password runs to the last `@` before the path (WHATWG URL, which ioredis parses with, reads
+ * `redis://user:p@ss@host` so), and ioredis also takes `?password=` as an option; every query
+ * parameter named like a password is hidden, `sentinel_password` among them.
+ */
 export function redactRedisUrl(text: string): string {
   return text
-    .replace(/^([a-z+]+:\/\/[^:@/]*:)[^@/]*@/i, '$1***@')
-    .replace(/([?&]sentinel_password=)[^&#]*/i, '$1***');
+    .replace(/^([a-z+]+:\/\/[^:@/]*:)[^/]*@/i, '$1***@')
+    .replace(/([?&][^=&#]*password[^=&#]*=)[^&#]*/gi, '$1***');
 }
 
 function hostPort(entry: string, defaultPort: number): HostPort {

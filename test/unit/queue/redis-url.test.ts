@@ -49,6 +49,20 @@ describe('parseRedisUrl', () => {
     });
   });
 
+  it('reads a password with an @ in it to the last @, as WHATWG URL reads a single Redis URL', () => {
+    expect(parseRedisUrl('redis+cluster://u:top@secret@node-a:7000')).toEqual({
+      kind: 'cluster',
+      nodes: [{ host: 'node-a', port: 7000 }],
+      username: 'u',
+      password: 'top@secret',
+      tls: false,
+    });
+    expect(parseRedisUrl('redis+sentinel://:p@ss@10.0.0.1/m')).toMatchObject({
+      sentinels: [{ host: '10.0.0.1', port: 26379 }],
+      password: 'p@ss',
+    });
+  });
+
   it.each([
     ['http://127.0.0.1:6379', /expected redis:\/\//],
     ['redis+sentinel://10.0.0.1:26379', /master name/],
@@ -84,5 +98,21 @@ describe('redactRedisUrl', () => {
       'redis+sentinel://:***@a:1,b:2/m?sentinel_password=***',
     );
     expect(redactRedisUrl('redis://h:6379')).toBe('redis://h:6379');
+  });
+
+  it('hides a password with an @ in it, whole', () => {
+    expect(redactRedisUrl('redis://user:top@secret@h:6379/0')).toBe('redis://user:***@h:6379/0');
+    expect(redactRedisUrl('redis+sentinel://:p@ss@a:1,b:2/m')).toBe(
+      'redis+sentinel://:***@a:1,b:2/m',
+    );
+  });
+
+  it('hides a password given as a query parameter, which ioredis takes as an option', () => {
+    expect(redactRedisUrl('redis://h:6379/0?password=hunter2&family=6')).toBe(
+      'redis://h:6379/0?password=***&family=6',
+    );
+    expect(redactRedisUrl('redis://h:6379?db=1&sentinelPassword=x2')).toBe(
+      'redis://h:6379?db=1&sentinelPassword=***',
+    );
   });
 });
