@@ -29,6 +29,7 @@ import { TRIAGE_HANDLER_NAME } from '../worker/triage/triage-handler.js';
 import type { Command } from './command.js';
 import { startEmbeddedRedis } from './embedded-redis.js';
 import { registerHook } from './register-hook.js';
+import { STOP_SIGNALS } from './stop-on-signal.js';
 
 const RULES = fileURLToPath(new URL('../../examples/triage-rules.jsonc', import.meta.url));
 const PROJECT = 'prj_shop';
@@ -229,16 +230,14 @@ async function removeKeys(redisUrl: string, prefix: string, logger: Logger): Pro
   }
 }
 
-/** Resolves at the first SIGINT or SIGTERM. */
+/** Resolves at the first of STOP_SIGNALS (SIGHUP: the terminal of `--keep` was closed). */
 function stopped(): Promise<void> {
   return new Promise((resolve) => {
     const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      for (const signal of STOP_SIGNALS) process.off(signal, stop);
       resolve();
     };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+    for (const signal of STOP_SIGNALS) process.on(signal, stop);
   });
 }
 

@@ -11,7 +11,14 @@ export interface Stoppable {
 }
 
 /**
- * Installs SIGTERM and SIGINT handling before anything starts, so a signal that arrives during
+ * The signals that stop a command cleanly. SIGHUP too: the terminal it runs in was closed (or the
+ * SSH session dropped), and Node's default for it ends the process at once, without a shutdown,
+ * leaving `start`'s own redis-server (in its own process group) running with nobody to stop it.
+ */
+export const STOP_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const satisfies NodeJS.Signals[];
+
+/**
+ * Installs STOP_SIGNALS handling before anything starts, so a signal that arrives during
  * start-up still stops cleanly whatever has started so far, and exits 0 (1 if stopping failed).
  * A second signal exits at once, for the person at the terminal who does not want to wait.
  */
@@ -39,8 +46,7 @@ export function stopOnSignal(logger: Logger, what: string): Stoppable {
       },
     );
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   return {
     add: (stop) => void stops.push(stop),
     stopStarted: async () => {

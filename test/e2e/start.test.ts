@@ -71,6 +71,30 @@ describe.runIf(process.platform === 'linux')('feedback-receiver start that fails
     expect(await processesIn(join(cwd, '.feedback-receiver/redis'))).toEqual([]);
   });
 
+  it('shuts down, its redis-server too, when its terminal is closed (SIGHUP)', async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'start-hangup-'));
+    const start = runCli(
+      ['start'],
+      {
+        WEBHOOK_SECRET: 'start-secret',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        TRIAGE_RULES: RULES,
+        TRIAGE_DRY_RUN: 'true',
+      },
+      { cwd },
+    );
+    await reportedUrl(start, 'receiver listening');
+    const dir = join(cwd, '.feedback-receiver/redis');
+    expect(await processesIn(dir), 'its redis-server').toHaveLength(1);
+    start.child.kill('SIGHUP');
+    expect(await start.exited(), start.output()).toBe(0);
+    expect(start.output()).toContain(
+      '"signal":"SIGHUP","msg":"shutting down the receiver and worker"',
+    );
+    await vi.waitFor(async () => expect(await processesIn(dir)).toEqual([]), { timeout: 10_000 });
+  });
+
   it('stops its redis-server when a second Ctrl-C ends it at once', async () => {
     const cwd = await mkdtemp(join(tmpdir(), 'start-interrupted-'));
     const start = runCli(
