@@ -66,6 +66,8 @@ component's log lines.`,
   async run(values) {
     const logger = createLogger({ level: values.verbose ? 'info' : 'silent' });
     const cleanup: (() => Promise<void>)[] = [];
+    const stop = stopRequests();
+    const step = <T>(label: string, run: () => Promise<T>) => stop.between(() => timed(label, run));
     try {
       const env = loadWorkerConfig();
       // A prefix of its own, so that in a Redis of yours (REDIS_URL) the demo's keys are told
@@ -138,6 +140,7 @@ component's log lines.`,
         const deadline = Date.now() + TRIAGE_DEADLINE_MS;
         const runs = createRunReader(worker.deliveries, worker.runQueues);
         while (fired.size < before.length) {
+          stop.check();
           for (const record of before) {
             if (fired.has(record.id)) continue;
             const run = await runs.find(`feedback.created:${record.id}`, TRIAGE_HANDLER_NAME);
@@ -180,14 +183,14 @@ component's log lines.`,
             'Everything keeps running until Ctrl-C.\n',
           ].join('\n'),
         );
-        await stopped();
+        await stop.requested;
       } else {
         console.log(
           'Run `npm run demo -- --keep` to keep it running and look around in the console.\n',
         );
       }
     } finally {
-      await step('Stopping everything', async () => {
+      await timed('Stopping everything', async () => {
         for (const stop of cleanup) await stop();
       });
     }
@@ -230,18 +233,43 @@ async function removeKeys(redisUrl: string, prefix: string, logger: Logger): Pro
   }
 }
 
-/** Resolves at the first of STOP_SIGNALS (SIGHUP: the terminal of `--keep` was closed). */
-function stopped(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      for (const signal of STOP_SIGNALS) process.off(signal, stop);
-      resolve();
-    };
-    for (const signal of STOP_SIGNALS) process.on(signal, stop);
-  });
+/**
+ * The demo's stop signals (STOP_SIGNALS: Ctrl-C, or SIGHUP when the terminal of `--keep` closes),
+ * taken from its first step. Node's default would end the process at once: while the demo starts
+ * up, that left its private redis-server running, and its keys in a REDIS_URL of yours. Instead
+ * the step under way ends, the next is not begun, and everything started is stopped. A second
+ * signal exits at once.
+ */
+function stopRequests(): {
+  /** Resolves at the first signal. */
+  readonly requested: Promise<void>;
+  /** Throws if a signal came. */
+  check(): void;
+  /** Runs `next`, unless a signal came; throws if one came before or while it ran. */
+  between<T>(next: () => Promise<T>): Promise<T>;
+} {
+  let signal: NodeJS.Signals | undefined;
+  let resolve!: () => void;
+  const requested = new Promise<void>((settle) => (resolve = settle));
+  const onSignal = (received: NodeJS.Signals) => {
+    if (signal !== undefined) process.exit(1);
+    signal = received;
+    resolve();
+  };
+  for (const each of STOP_SIGNALS) process.on(each, onSignal);
+  const check = () => {
+    if (signal !== undefined) throw new Error(`stopped by ${signal} before the demo finished`);
+  };
+  async function between<T>(next: () => Promise<T>): Promise<T> {
+    check();
+    const value = await next();
+    check();
+    return value;
+  }
+  return { requested, check, between };
 }
 
-async function step<T>(label: string, run: () => Promise<T>): Promise<T> {
+async function timed<T>(label: string, run: () => Promise<T>): Promise<T> {
   const started = performance.now();
   process.stdout.write(`• ${label} … `);
   try {
