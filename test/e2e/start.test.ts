@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { reportedUrl, runCli } from '../helpers/cli-process.js';
+import { reportedUrl, runCli, type CliProcess } from '../helpers/cli-process.js';
 
 const RULES = fileURLToPath(new URL('../../examples/triage-rules.jsonc', import.meta.url));
 
@@ -36,6 +36,24 @@ async function takenPort(): Promise<number> {
   heldPort = createServer().listen(0, '127.0.0.1');
   await once(heldPort, 'listening');
   return (heldPort.address() as AddressInfo).port;
+}
+
+/** `start` in a new directory of its own, once its receiver listens; `dir` holds its Redis's data. */
+async function startListening(prefix: string): Promise<{ start: CliProcess; dir: string }> {
+  const cwd = await mkdtemp(join(tmpdir(), prefix));
+  const start = runCli(
+    ['start'],
+    {
+      WEBHOOK_SECRET: 'start-secret',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      TRIAGE_RULES: RULES,
+      TRIAGE_DRY_RUN: 'true',
+    },
+    { cwd },
+  );
+  await reportedUrl(start, 'receiver listening');
+  return { start, dir: join(cwd, '.feedback-receiver/redis') };
 }
 
 describe.runIf(process.platform === 'linux')('feedback-receiver start that fails', () => {
@@ -72,20 +90,7 @@ describe.runIf(process.platform === 'linux')('feedback-receiver start that fails
   });
 
   it('shuts down, its redis-server too, when its terminal is closed (SIGHUP)', async () => {
-    const cwd = await mkdtemp(join(tmpdir(), 'start-hangup-'));
-    const start = runCli(
-      ['start'],
-      {
-        WEBHOOK_SECRET: 'start-secret',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        TRIAGE_RULES: RULES,
-        TRIAGE_DRY_RUN: 'true',
-      },
-      { cwd },
-    );
-    await reportedUrl(start, 'receiver listening');
-    const dir = join(cwd, '.feedback-receiver/redis');
+    const { start, dir } = await startListening('start-hangup-');
     expect(await processesIn(dir), 'its redis-server').toHaveLength(1);
     start.child.kill('SIGHUP');
     expect(await start.exited(), start.output()).toBe(0);
@@ -96,20 +101,7 @@ describe.runIf(process.platform === 'linux')('feedback-receiver start that fails
   });
 
   it('stops its redis-server when a second Ctrl-C ends it at once', async () => {
-    const cwd = await mkdtemp(join(tmpdir(), 'start-interrupted-'));
-    const start = runCli(
-      ['start'],
-      {
-        WEBHOOK_SECRET: 'start-secret',
-        PORT: '0',
-        HOST: '127.0.0.1',
-        TRIAGE_RULES: RULES,
-        TRIAGE_DRY_RUN: 'true',
-      },
-      { cwd },
-    );
-    await reportedUrl(start, 'receiver listening');
-    const dir = join(cwd, '.feedback-receiver/redis');
+    const { start, dir } = await startListening('start-interrupted-');
     const [redisPid] = await processesIn(dir);
     expect(redisPid, 'its redis-server').toBeDefined();
     // Paused, its Redis holds the shutdown up, so the second Ctrl-C surely comes during it.
