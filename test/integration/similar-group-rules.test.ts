@@ -9,7 +9,12 @@ import request from 'supertest';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
 import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
-import { announceHandlers, readRoster } from '../../src/runs/handler-roster.js';
+import {
+  announceHandlers,
+  mergeByName,
+  readRoster,
+  readRunningHandlers,
+} from '../../src/runs/handler-roster.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import type { SimilarFacts } from '../../src/similar/similar-facts.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
@@ -137,6 +142,73 @@ describe('a crossing routed by a worker without the rule', () => {
   });
 });
 
+/** Delivers reports 0 to count-1 and says what each crossed, as the console reads it. */
+async function crossingsOf(count: number): Promise<unknown[]> {
+  const groups = consoleGroups();
+  const crossed = [];
+  for (let n = 0; n < count; n += 1) {
+    await env.deliver(checkoutReport(n));
+    const facts = await vi.waitFor(
+      async () => {
+        const routed = await groups.asRouted(`feedback.created:fb_pay_${n}`);
+        expect(routed).toBeDefined();
+        return routed!;
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    expect(facts.group.size).toBe(n + 1);
+    crossed.push(facts.crossed);
+  }
+  return crossed;
+}
+
+const atThreeThenFive = [
+  [],
+  [],
+  [{ atLeast: 3, withinMs: HOUR }],
+  [],
+  [{ atLeast: 5, withinMs: HOUR }],
+];
+
+describe('workers with a handler of the same name and other windows (a rolling deploy)', () => {
+  it("count each one's windows: a crossing of the other's is found", async () => {
+    // The old release's worker (`atLeast: 3`) writes the roster, then stops: only the new
+    // release's worker (`atLeast: 5`, same handler name) routes, and writes its handlers again
+    // every 20 ms. The old one's windows still count (a stopped worker's do, 30 s).
+    const older = await env.startWorker({ handlers: [incidentTriage(3)], similar });
+    await older.close(1_000);
+    await env.startWorker({
+      handlers: [incidentTriage(5)],
+      similar,
+      concurrency: 1,
+      announceEveryMs: 20,
+    });
+    expect(await crossingsOf(5)).toEqual(atThreeThenFive);
+  });
+
+  it("count the windows a running worker of the previous release wrote under the handler's name", async () => {
+    // As the previous release writes it, every 5 s while its worker runs.
+    const previous = JSON.stringify({
+      attempts: 5,
+      events: ['feedback.created'],
+      at: Date.now(),
+      windows: [[3, HOUR]],
+    });
+    await env.connection.hset(`${env.prefix}:handler-roster`, TRIAGE_HANDLER_NAME, previous);
+    await env.startWorker({
+      handlers: [incidentTriage(5)],
+      similar,
+      concurrency: 1,
+      announceEveryMs: 20,
+    });
+    expect(await crossingsOf(5)).toEqual(atThreeThenFive);
+    // Left as it is for that worker, whose workers read it too.
+    expect(await env.connection.hget(`${env.prefix}:handler-roster`, TRIAGE_HANDLER_NAME)).toBe(
+      previous,
+    );
+  });
+});
+
 describe('the roster', () => {
   it("keeps each handler's windows, and reads an entry written without them", async () => {
     await announceHandlers(env.connection, env.prefix, [
@@ -151,6 +223,54 @@ describe('the roster', () => {
     expect(await readRoster(env.connection, env.prefix)).toEqual([
       { name: 'older', attempts: 3, events: ['feedback.created'] },
       { name: 'triage', attempts: 8, similarWindows: [{ atLeast: 5, withinMs: HOUR }] },
+    ]);
+  });
+  it('keeps an entry per running worker, and lets go of the stopped ones', async () => {
+    const workers = `${env.prefix}:handler-roster:workers`;
+    // A worker whose time ran out (it stopped, or died, a while ago).
+    await env.connection.hset(
+      workers,
+      'gone',
+      JSON.stringify({ until: Date.now() - 1, handlers: [{ name: 'triage', attempts: 9 }] }),
+    );
+    const runningForMs = 60_000;
+    await announceHandlers(
+      env.connection,
+      env.prefix,
+      [{ name: 'triage', attempts: 8, similarWindows: [{ atLeast: 5, withinMs: HOUR }] }],
+      { id: 'a', runningForMs },
+    );
+    await announceHandlers(
+      env.connection,
+      env.prefix,
+      [
+        {
+          name: 'triage',
+          attempts: 3,
+          events: ['feedback.created'],
+          similarWindows: [{ atLeast: 3, withinMs: HOUR }],
+        },
+      ],
+      { id: 'b', runningForMs },
+    );
+    expect((await env.connection.hkeys(workers)).sort()).toEqual(['a', 'b']);
+    expect(await env.connection.pttl(workers)).toBeGreaterThan(0);
+    const running = await readRunningHandlers(env.connection, env.prefix);
+    expect(running).toHaveLength(2);
+    expect(mergeByName(running)).toEqual([
+      {
+        name: 'triage',
+        attempts: 8,
+        events: ['feedback.created'],
+        similarWindows: [
+          { atLeast: 3, withinMs: HOUR },
+          { atLeast: 5, withinMs: HOUR },
+        ],
+      },
+    ]);
+    // The console reads the name's entry as before.
+    expect((await readRoster(env.connection, env.prefix)).map(({ name }) => name)).toEqual([
+      'triage',
     ]);
   });
 });
