@@ -150,7 +150,9 @@ export async function readRunningHandlers(
   const now = Date.now();
   const legacy = Object.entries(byName).flatMap(([name, value]) => {
     const read = readEntry(name, value);
-    return read && !read.byWorker && now - read.at < PREVIOUS_RELEASE_RUNNING_MS ? [read.entry] : [];
+    return read && !read.byWorker && now - read.at < PREVIOUS_RELEASE_RUNNING_MS
+      ? [read.entry]
+      : [];
   });
   const running = Object.values(byWorker).flatMap((value) => {
     try {
