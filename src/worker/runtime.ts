@@ -31,6 +31,7 @@ import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
+import { createSimilarGroups } from '../grouping/similar-groups.js';
 import { ROUTING } from '../history/delivery-history.js';
 import { createHistoryWriter } from '../history/history-writer.js';
 import {
@@ -208,6 +209,10 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       .finally(() => (announced = undefined));
   }, everyMs);
   announcing.unref();
+  // A run started again reads its group's first as it is now (runs.ts).
+  const groups = options.similar
+    ? createSimilarGroups({ connection, prefix, ttlSeconds: options.dedupeTtlSeconds, logger })
+    : undefined;
   const runs = createRuns({
     ...options,
     runQueues,
@@ -215,6 +220,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     history,
     similar,
     elsewhere: () => elsewhere,
+    similarAsRouted: groups && ((key, project) => groups.asRouted(key, project)),
   });
 
   const workerOptions = {

@@ -275,6 +275,41 @@ describe('the roster', () => {
   });
 });
 
+describe("a run started again after its group's first was taken out", () => {
+  it('PATCHes the first as it is now, not the record the operator took out', async () => {
+    const worker = await env.startWorker({
+      api: createApiClient({ baseUrl: api.url, token: API_TOKEN }),
+      handlers: [incidentTriage(3)],
+      similar,
+      concurrency: 1,
+    });
+    const app = createTestAdminApp(env, worker.runQueues, TOKEN, { similar: true });
+    const post = (path: string) =>
+      request(app)
+        .post(path)
+        .set('Authorization', `Bearer ${TOKEN}`)
+        .set('Sec-Fetch-Site', 'same-origin')
+        .expect(200);
+    for (let n = 0; n < 3; n += 1) await env.deliver(checkoutReport(n));
+    await env.completedRuns(3);
+    expect(patches()).toEqual([
+      { method: 'PATCH', path: '/v1/feedback/fb_pay_0', body: { priority_id: 1 } },
+    ]);
+
+    await post('/admin/api/deliveries/feedback.created:fb_pay_0/detach');
+    const { body } = await post(
+      `/admin/api/deliveries/feedback.created:fb_pay_2/runs/${TRIAGE_HANDLER_NAME}/run-again`,
+    );
+    expect(body.status).toBe('queued');
+    await vi.waitFor(() => expect(api.requests).toHaveLength(2), { timeout: 10_000 });
+    expect(patches()[1]).toEqual({
+      method: 'PATCH',
+      path: '/v1/feedback/fb_pay_1',
+      body: { priority_id: 1 },
+    });
+  });
+});
+
 describe("detaching a group's first delivery", () => {
   it('makes its earliest member left the first, for the API, later members and a rule', async () => {
     const seen = new Map<string, SimilarFacts | undefined>();
