@@ -89,6 +89,26 @@ const consoleGroups = () =>
 
 const patches = () => api.requests.map(({ method, path, body }) => ({ method, path, body }));
 
+/** Delivers reports 0 to count-1 and says what each crossed, as the console reads it. */
+async function crossingsOf(count: number): Promise<unknown[]> {
+  const groups = consoleGroups();
+  const crossed = [];
+  for (let n = 0; n < count; n += 1) {
+    await env.deliver(checkoutReport(n));
+    const facts = await vi.waitFor(
+      async () => {
+        const routed = await groups.asRouted(`feedback.created:fb_pay_${n}`);
+        expect(routed).toBeDefined();
+        return routed!;
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    expect(facts.group.size).toBe(n + 1);
+    crossed.push(facts.crossed);
+  }
+  return crossed;
+}
+
 describe('a crossing routed by a worker without the rule', () => {
   it('is found, and the worker with the rule PATCHes the first', async () => {
     const apiClient = createApiClient({ baseUrl: api.url, token: API_TOKEN });
@@ -105,22 +125,7 @@ describe('a crossing routed by a worker without the rule', () => {
       similar,
       concurrency: 1,
     });
-    const groups = consoleGroups();
-    const crossed = [];
-    for (let n = 0; n < 3; n += 1) {
-      await env.deliver(checkoutReport(n));
-      const facts = await vi.waitFor(
-        async () => {
-          const routed = await groups.asRouted(`feedback.created:fb_pay_${n}`);
-          expect(routed).toBeDefined();
-          return routed!;
-        },
-        { timeout: 10_000, interval: 20 },
-      );
-      expect(facts.group.size).toBe(n + 1);
-      crossed.push(facts.crossed);
-    }
-    expect(crossed).toEqual([[], [], [{ atLeast: 3, withinMs: HOUR }]]);
+    expect(await crossingsOf(3)).toEqual([[], [], [{ atLeast: 3, withinMs: HOUR }]]);
 
     const app = createTestAdminApp(env, without.runQueues, TOKEN, { similar: true });
     const { body } = await request(app)
@@ -142,26 +147,6 @@ describe('a crossing routed by a worker without the rule', () => {
   });
 });
 
-/** Delivers reports 0 to count-1 and says what each crossed, as the console reads it. */
-async function crossingsOf(count: number): Promise<unknown[]> {
-  const groups = consoleGroups();
-  const crossed = [];
-  for (let n = 0; n < count; n += 1) {
-    await env.deliver(checkoutReport(n));
-    const facts = await vi.waitFor(
-      async () => {
-        const routed = await groups.asRouted(`feedback.created:fb_pay_${n}`);
-        expect(routed).toBeDefined();
-        return routed!;
-      },
-      { timeout: 10_000, interval: 20 },
-    );
-    expect(facts.group.size).toBe(n + 1);
-    crossed.push(facts.crossed);
-  }
-  return crossed;
-}
-
 const atThreeThenFive = [
   [],
   [],
@@ -170,20 +155,27 @@ const atThreeThenFive = [
   [{ atLeast: 5, withinMs: HOUR }],
 ];
 
+/**
+ * The new release's worker (`atLeast: 5`, the same handler name) routes five reports, writing its
+ * handlers again every 20 ms; the old release's window (`atLeast: 3`) is crossed at the third.
+ */
+async function newReleaseCrossings(): Promise<void> {
+  await env.startWorker({
+    handlers: [incidentTriage(5)],
+    similar,
+    concurrency: 1,
+    announceEveryMs: 20,
+  });
+  expect(await crossingsOf(5)).toEqual(atThreeThenFive);
+}
+
 describe('workers with a handler of the same name and other windows (a rolling deploy)', () => {
   it("count each one's windows: a crossing of the other's is found", async () => {
-    // The old release's worker (`atLeast: 3`) writes the roster, then stops: only the new
-    // release's worker (`atLeast: 5`, same handler name) routes, and writes its handlers again
-    // every 20 ms. The old one's windows still count (a stopped worker's do, 30 s).
+    // The old release's worker writes the roster, then stops: only the new release's routes.
+    // The old one's windows still count (a stopped worker's do, 30 s).
     const older = await env.startWorker({ handlers: [incidentTriage(3)], similar });
     await older.close(1_000);
-    await env.startWorker({
-      handlers: [incidentTriage(5)],
-      similar,
-      concurrency: 1,
-      announceEveryMs: 20,
-    });
-    expect(await crossingsOf(5)).toEqual(atThreeThenFive);
+    await newReleaseCrossings();
   });
 
   it("count the windows a running worker of the previous release wrote under the handler's name", async () => {
@@ -195,13 +187,7 @@ describe('workers with a handler of the same name and other windows (a rolling d
       windows: [[3, HOUR]],
     });
     await env.connection.hset(`${env.prefix}:handler-roster`, TRIAGE_HANDLER_NAME, previous);
-    await env.startWorker({
-      handlers: [incidentTriage(5)],
-      similar,
-      concurrency: 1,
-      announceEveryMs: 20,
-    });
-    expect(await crossingsOf(5)).toEqual(atThreeThenFive);
+    await newReleaseCrossings();
     // Left as it is for that worker, whose workers read it too.
     expect(await env.connection.hget(`${env.prefix}:handler-roster`, TRIAGE_HANDLER_NAME)).toBe(
       previous,

@@ -4,26 +4,20 @@
  * faster-growing groups the span holds (the reader chooses the largest, not the largest of the
  * fastest-growing it gives the console), and the last line says how many there were.
  */
-import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { groupLines, groupsFooter } from '../../src/cli/groups.js';
 import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
 import { createSimilarGroups, MOST_LISTED_GROUPS } from '../../src/grouping/similar-groups.js';
 import { createLogger } from '../../src/logger.js';
-import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import { keyOfRecord, type Delivery } from '../../src/webhooks/delivery.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
 let env: TestWorkerEnv;
-let connection: RedisConnection;
 beforeEach(async () => {
   env = await createTestWorkerEnv();
-  connection = createWorkerConnection(inject('redisUrl'), createLogger({ level: 'silent' }));
 });
-afterEach(async () => {
-  connection.disconnect();
-  await env.close();
-});
+afterEach(() => env.close());
 
 /** Made-up words of their own for each n: no two problems share a word. */
 const words = (n: number) =>
@@ -47,7 +41,7 @@ function report(n: number, copy: number): Delivery {
 describe('the largest groups', () => {
   it('are listed first, also a slow one behind more fast ones than the console lists', async () => {
     const grouping = createSimilarGrouping({
-      connection,
+      connection: env.connection,
       prefix: env.prefix,
       threshold: DEFAULT_SIMILAR_THRESHOLD,
       keep: 100_000,
