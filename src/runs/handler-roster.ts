@@ -42,7 +42,7 @@ const ROSTER_TTL_SECONDS = 31 * 86_400;
 
 /**
  * A worker of the previous release writes only under its handlers' names, every 5 s while it
- * runs; its workers count an entry written in the last 30 s as a running worker's.
+ * runs: an entry of its written in the last 30 s is a running worker's, as that release counts it.
  */
 const PREVIOUS_RELEASE_RUNNING_MS = 30_000;
 
@@ -54,6 +54,9 @@ const ANNOUNCE = readFileSync(new URL('./announce-handlers.lua', import.meta.url
 type Scripted = RedisConnection & {
   announceHandlers(...args: (string | number)[]): Promise<unknown>;
 };
+
+/** The connections the script is defined on (a worker announces every few seconds). */
+const scriptedConnections = new WeakSet<RedisConnection>();
 
 /** An entry as stored: windows as [atLeast, withinMs] pairs. */
 const storedEntry = ({ attempts, events, similarWindows = [] }: RosterEntry) => ({
@@ -67,8 +70,8 @@ const storedEntry = ({ attempts, events, similarWindows = [] }: RosterEntry) => 
 /**
  * Writes the handlers under their names and, from a running worker, under the worker too: the
  * entries of workers whose time ran out go in the same step. A name's entry that a worker of the
- * previous release wrote within PREVIOUS_RELEASE_RUNNING_MS is left as it is: that worker says its windows
- * there, and readers count them while it runs.
+ * previous release wrote within PREVIOUS_RELEASE_RUNNING_MS is left as it is: that worker says
+ * its windows there, and readers count them while it runs.
  */
 export async function announceHandlers(
   connection: RedisConnection,
@@ -91,7 +94,10 @@ export async function announceHandlers(
     return;
   }
   const scripted = connection as Scripted;
-  scripted.defineCommand('announceHandlers', { numberOfKeys: 2, lua: ANNOUNCE });
+  if (!scriptedConnections.has(connection)) {
+    scripted.defineCommand('announceHandlers', { numberOfKeys: 2, lua: ANNOUNCE });
+    scriptedConnections.add(connection);
+  }
   const ownEntry = JSON.stringify({
     until: at + worker.runningForMs,
     handlers: handlers.map((entry) => ({ name: entry.name, ...storedEntry(entry) })),
