@@ -4,7 +4,7 @@
  * terminal-safe before it is printed.
  */
 import type { SimilarGroupSummary } from '../grouping/similar-groups.js';
-import { MOST_LISTED_GROUPS } from '../grouping/similar-groups.js';
+import { GROUPS_WEIGHED_PER_LISTED, MOST_LISTED_GROUPS } from '../grouping/similar-groups.js';
 import { readSince } from '../runs/since-span.js';
 import { LIMIT_OPTION, parseLimit, UsageError, type Command } from './command.js';
 import { plural } from './plural.js';
@@ -14,16 +14,21 @@ import { terminalText } from './terminal-text.js';
 /** A first report's title is cut to this many characters (as a reader counts them) on its line. */
 const TITLE_WIDTH = 60;
 
+/** Most groups the reader weighs for the CLI: the largest are chosen among these. */
+export const MOST_WEIGHED = MOST_LISTED_GROUPS * GROUPS_WEIGHED_PER_LISTED;
+
 export const groupsCommand: Command = {
   name: 'groups',
   summary: 'list the largest groups of similar feedback',
   help: `Usage: feedback-receiver groups [--since 24h] [--project <id>] [--limit 50]
 
-Lists the groups of similar feedback of two or more deliveries that had a
-delivery in the span (--since takes 30m, 24h or 7d), largest first: size, last arrival, project, and the
-first report's title. --project shows one project's groups only. It lists what
-Redis holds, whatever SIMILAR says here: workers keep the groups (SIMILAR=on).
-The console's Groups page (/admin/groups) shows them with their arrivals over time.`,
+Lists the largest groups of similar feedback of two or more deliveries that
+had a delivery in the span (--since takes 30m, 24h or 7d), largest first: size,
+last arrival, project, and the first report's title. A span of more than
+${MOST_WEIGHED} groups: the largest of its ${MOST_WEIGHED} most recently active, as its last line
+says. --project shows one project's groups only. It lists what Redis holds,
+whatever SIMILAR says here: workers keep the groups (SIMILAR=on). The console's
+Groups page (/admin/groups) shows them with their arrivals over time.`,
   options: {
     since: { type: 'string', default: '24h' },
     project: { type: 'string' },
@@ -38,19 +43,26 @@ The console's Groups page (/admin/groups) shows them with their arrivals over ti
     }
     const project = typeof values.project === 'string' ? values.project : undefined;
     await withQueues(async ({ similarGroups }) => {
-      // The reader lists the fastest-growing first; the largest are among as many as it gives.
-      const found = await similarGroups.list({
-        sinceMs: Date.now() - span.ms,
-        project,
-        limit: MOST_LISTED_GROUPS,
-      });
+      const query = { sinceMs: Date.now() - span.ms, project };
+      const [found, total] = await Promise.all([
+        similarGroups.list({ ...query, limit: MOST_LISTED_GROUPS, order: 'largest' }),
+        similarGroups.count(query),
+      ]);
       for (const line of groupLines(found, limit)) console.log(line);
-      console.log(
-        `\n${plural(Math.min(limit, found.length), 'group')} of ${found.length} with a delivery in the last ${since}, largest first.`,
-      );
+      console.log(`\n${groupsFooter(Math.min(limit, found.length), total, since)}`);
     });
   },
 };
+
+/**
+ * What the listing shows, said exactly: the largest of the window's groups, chosen among the
+ * MOST_WEIGHED most recently active when it holds more.
+ */
+export function groupsFooter(shown: number, total: number, since: string): string {
+  const among =
+    total > MOST_WEIGHED ? `, the largest of the ${MOST_WEIGHED} most recently active` : '';
+  return `${plural(shown, 'group')} of ${total} with a delivery in the last ${since}, largest first${among}.`;
+}
 
 /** The listing: a header, then a line per group, largest first, at most `limit`. */
 export function groupLines(groups: readonly SimilarGroupSummary[], limit: number): string[] {

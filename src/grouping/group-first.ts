@@ -3,8 +3,8 @@
  * each member's line keeps the first as it was when the member joined (stored-grouping.ts). When
  * an operator takes the first out (similar-detach.lua), the group keeps its id and every other
  * member, and its first becomes the earliest member left, by arrival: the join script works it
- * out for a delivery that joins (similar-join.lua, `firstNow`), and the console and a new run a
- * bulk run-again adds here, so a rule with `"target": "first"` on a later crossing never PATCHes
+ * out for a delivery that joins (similar-join.lua, `firstNow`), and the console, a new run a
+ * bulk run-again adds, and a run started again or in a later attempt (runs.ts) here, so a rule with `"target": "first"` on a later crossing never PATCHes
  * the record the operator took out. No line is written again, so a detach costs the same in a
  * group of any size, and lines written before read the same way.
  */

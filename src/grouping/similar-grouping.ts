@@ -37,6 +37,7 @@ import { choiceRarity } from '../similar/choice-rarity.js';
 import { documentTerms } from '../similar/document-terms.js';
 import { chooseGroup } from '../similar/grouping.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
+import { distinctWindows } from '../similar/similar-window.js';
 import { DEFAULT_MATCH_LIMIT, SimilarityIndex } from '../similar/similarity-index.js';
 import { keyOfRecord, type Delivery } from '../webhooks/delivery.js';
 import { projectOf } from '../webhooks/feedback-record.js';
@@ -572,10 +573,4 @@ function streamIdParts(id: string): [number, number] {
   const dash = id.indexOf('-');
   if (dash === -1) return [Number(id), 0];
   return [Number(id.slice(0, dash)), Number(id.slice(dash + 1))];
-}
-
-function distinctWindows(windows: readonly SimilarWindow[]): SimilarWindow[] {
-  const seen = new Map<string, SimilarWindow>();
-  for (const window of windows) seen.set(`${window.atLeast}:${window.withinMs}`, window);
-  return [...seen.values()];
 }

@@ -96,6 +96,12 @@ export interface ListGroupsQuery {
   readonly project?: string | undefined;
   /** Most groups returned; capped at MOST_LISTED_GROUPS. */
   readonly limit?: number | undefined;
+  /**
+   * Which come first, and which are chosen: the fastest-growing (arrivals in the window, then
+   * size: the console's) or the largest (size, then the last arrival: the CLI's). Either is
+   * chosen among the same groups weighed (GROUPS_WEIGHED_PER_LISTED). Default: fastest-growing.
+   */
+  readonly order?: 'fastest-growing' | 'largest' | undefined;
 }
 
 export type DetachOutcome = 'detached' | 'alone' | 'not-found';
@@ -103,6 +109,11 @@ export type DetachOutcome = 'detached' | 'alone' | 'not-found';
 export interface SimilarGroups {
   /** Groups active since `sinceMs`, fastest-growing first (arrivals in the window, then size). */
   list(query: ListGroupsQuery): Promise<SimilarGroupSummary[]>;
+  /**
+   * How many groups of two or more had a delivery since `sinceMs` (at most MOST_PROJECTS_SEARCHED
+   * projects' when no project is given): a count per project, however many groups there are.
+   */
+  count(query: Omit<ListGroupsQuery, 'limit' | 'order'>): Promise<number>;
   /** One group and its newest deliveries; undefined when there is no such group. */
   get(id: string): Promise<SimilarGroupDetail | undefined>;
   /**
@@ -303,9 +314,19 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
   };
 
   return {
-    async list({ sinceMs, project, limit = MOST_LISTED_GROUPS }) {
+    async count({ sinceMs, project }) {
+      const projects = project !== undefined ? [project] : await activeProjects(sinceMs);
+      if (projects.length === 0) return 0;
+      const counting = connection.pipeline();
+      for (const name of projects)
+        counting.zcount(projectKeys(prefix, name).groups, `(${sinceMs}`, '+inf');
+      return results(await counting.exec()).reduce<number>((sum, count) => sum + Number(count), 0);
+    },
+
+    async list({ sinceMs, project, limit = MOST_LISTED_GROUPS, order = 'fastest-growing' }) {
       const most = Math.max(0, Math.min(limit, MOST_LISTED_GROUPS));
       if (most === 0) return [];
+      const first = order === 'largest' ? largest : fastestGrowing;
       const projects = project !== undefined ? [project] : await activeProjects(sinceMs);
       if (projects.length === 0) return [];
       // Choose first: each project's groups of the window are counted, and the most recently
@@ -363,7 +384,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
           inWindow: weights[i * 2 + 1]! === 0 ? 1 : weights[i * 2]!,
           size: weights[i * 2 + 1]! || 1,
         }))
-        .sort(fastestGrowing)
+        .sort(first)
         .slice(0, most);
       // Then detail, the chosen only.
       const untilMs = now();
@@ -376,7 +397,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
           [...byProject].map(([name, found]) => summaries(name, found, sinceMs, untilMs)),
         )
       ).flat();
-      detailed.sort(fastestGrowing);
+      detailed.sort(first);
       const titles = await titlesOf(
         history,
         detailed.map(({ firstEntry }) => firstEntry),
@@ -488,6 +509,14 @@ function shown(
 }
 
 /** Arrivals in the window, then size, then the last arrival; ties by id, so the order is one. */
+/** The largest first: size, then the last arrival, then the id (a stable order). */
+function largest(
+  a: { size: number; lastAt: number; id: string },
+  b: { size: number; lastAt: number; id: string },
+): number {
+  return b.size - a.size || b.lastAt - a.lastAt || (a.id < b.id ? -1 : 1);
+}
+
 function fastestGrowing(
   a: { inWindow: number; size: number; lastAt: number; id: string },
   b: { inWindow: number; size: number; lastAt: number; id: string },

@@ -24,3 +24,10 @@ export function isSimilarWindow(value: unknown): value is SimilarWindow {
   const window = value as Partial<SimilarWindow> | null | undefined;
   return isWholeAtLeastOne(window?.atLeast) && isSpan(window?.withinMs);
 }
+
+/** Each window once, in the order first given. */
+export function distinctWindows(windows: readonly SimilarWindow[]): SimilarWindow[] {
+  const seen = new Map<string, SimilarWindow>();
+  for (const window of windows) seen.set(`${window.atLeast}:${window.withinMs}`, window);
+  return [...seen.values()];
+}

@@ -39,7 +39,12 @@ export interface AttemptFacts {
   readonly random?: () => number;
 }
 
-/** How far a rate limit's wait is spread, so runs held back together do not return together. */
+/**
+ * At most this much is added at random to a rate limit's wait. The wait holds the handler's whole
+ * queue (runs.ts: `Queue.rateLimit`, one key that the last run to set it decides), so its runs all
+ * come back together when it ends; what the spread keeps apart are the queues: the handlers that
+ * one 429 or the shared API limit stopped at once resume up to this far apart, not in one burst.
+ */
 export const RATE_LIMIT_SPREAD_MS = 1_000;
 
 export function decideRun(outcome: AttemptResult, facts: AttemptFacts): RunDecision {

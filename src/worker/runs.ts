@@ -38,6 +38,7 @@ import {
 } from '../runs/run-queues.js';
 import { activeSpan, inSpan, type TraceSpan } from '../tracing/tracer.js';
 import { describeIssuesInline, readDelivery, type Delivery } from '../webhooks/delivery.js';
+import { projectOf } from '../webhooks/feedback-record.js';
 import type { SimilarGrouping } from '../grouping/similar-grouping.js';
 import type { HistoryWriter } from '../history/history-writer.js';
 import type { RosterEntry } from '../runs/handler-roster.js';
@@ -80,6 +81,14 @@ export interface RunsOptions {
    * runs too, and their `where()` is asked at the run's first attempt, by a worker that has it.
    */
   readonly elsewhere?: () => readonly RosterEntry[];
+  /**
+   * With SIMILAR on: a delivery's grouping facts as its routing stored them, with its group's
+   * first as it is now (similar-groups.ts `asRouted`). A run started again (a retry, a run again)
+   * or in a later attempt reads them afresh: an operator may have taken the group's first out
+   * since the run was added. Undefined when grouping does not know the delivery (any more).
+   */
+  readonly similarAsRouted?:
+    ((deliveryKey: string, project: string) => Promise<SimilarFacts | undefined>) | undefined;
   /** Attempts left running after their timeout, at most (MOST_ABANDONED_ATTEMPTS by default). */
   readonly mostAbandonedAttempts?: number;
 }
@@ -177,6 +186,15 @@ export function createRuns(options: RunsOptions): Runs {
       return null;
     }
 
+    // A run's facts are its routing's; one that is not the first attempt of the run as it was
+    // added may have waited while an operator took its group's first out (group-first.ts).
+    const firstTry = lifeOf(job) === 0 && job.attemptsStarted <= 1;
+    const similar =
+      job.data.similar && !firstTry && options.similarAsRouted
+        ? ((await options.similarAsRouted(delivery.key, projectOf(delivery.record))) ??
+          job.data.similar)
+        : job.data.similar;
+
     const bindings = {
       deliveryKey: delivery.key,
       handler: handler.name,
@@ -195,7 +213,7 @@ export function createRuns(options: RunsOptions): Runs {
         },
       },
       async (span) => {
-        const result = await attempt(handler, delivery, bindings, job.id!, job.data.similar);
+        const result = await attempt(handler, delivery, bindings, job.id!, similar);
         const decision = decideRun(result, {
           attempt: bindings.attempt,
           attempts: job.opts.attempts ?? handler.attempts,

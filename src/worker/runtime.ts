@@ -7,6 +7,7 @@
  * bullmq issue 4378): reliability scenario 14 shows the same worker taking runs again on the new
  * primary, so nothing here watches for a worker that stopped taking jobs.
  */
+import { randomUUID } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
@@ -30,9 +31,15 @@ import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
+import { createSimilarGroups } from '../grouping/similar-groups.js';
 import { ROUTING } from '../history/delivery-history.js';
 import { createHistoryWriter } from '../history/history-writer.js';
-import { announceHandlers, readRoster, type RosterEntry } from '../runs/handler-roster.js';
+import {
+  announceHandlers,
+  mergeByName,
+  readRunningHandlers,
+  type RosterEntry,
+} from '../runs/handler-roster.js';
 import type { SimilarWindow } from '../similar/similar-facts.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
@@ -177,15 +184,18 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     similarWindows,
   }));
   let elsewhere: readonly RosterEntry[] = [];
+  // Written under this worker's own id too, which counts while it runs and a while after (its
+  // handlers still get runs then): workers with a handler of the same name and other windows
+  // each have theirs counted.
+  const self = { id: randomUUID(), runningForMs: everyMs * RUNNING_WITHIN_ANNOUNCEMENTS };
   const announce = async () => {
-    await announceHandlers(connection, prefix, roster);
-    const running = await readRoster(connection, prefix, {
-      writtenWithinMs: everyMs * RUNNING_WITHIN_ANNOUNCEMENTS,
-    });
-    elsewhere = running.filter(({ name }) => !handlers.some((handler) => handler.name === name));
+    await announceHandlers(connection, prefix, roster, self);
+    const running = await readRunningHandlers(connection, prefix);
+    const byName = mergeByName(running);
+    elsewhere = byName.filter(({ name }) => !handlers.some((handler) => handler.name === name));
     // Of every running entry, this worker's handlers' names included: another worker may run a
     // handler of the same name with other windows (another rules file).
-    const windows = running.flatMap((entry) => entry.similarWindows ?? []);
+    const windows = byName.flatMap((entry) => entry.similarWindows ?? []);
     if (JSON.stringify(windows) !== JSON.stringify(windowsElsewhere)) windowsElsewhere = windows;
   };
   await announce();
@@ -199,6 +209,10 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       .finally(() => (announced = undefined));
   }, everyMs);
   announcing.unref();
+  // A run started again reads its group's first as it is now (runs.ts).
+  const groups = options.similar
+    ? createSimilarGroups({ connection, prefix, ttlSeconds: options.dedupeTtlSeconds, logger })
+    : undefined;
   const runs = createRuns({
     ...options,
     runQueues,
@@ -206,6 +220,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     history,
     similar,
     elsewhere: () => elsewhere,
+    similarAsRouted: groups && ((key, project) => groups.asRouted(key, project)),
   });
 
   const workerOptions = {

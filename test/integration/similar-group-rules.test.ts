@@ -9,7 +9,12 @@ import request from 'supertest';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/client.js';
 import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
-import { announceHandlers, readRoster } from '../../src/runs/handler-roster.js';
+import {
+  announceHandlers,
+  mergeByName,
+  readRoster,
+  readRunningHandlers,
+} from '../../src/runs/handler-roster.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import type { SimilarFacts } from '../../src/similar/similar-facts.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
@@ -84,6 +89,26 @@ const consoleGroups = () =>
 
 const patches = () => api.requests.map(({ method, path, body }) => ({ method, path, body }));
 
+/** Delivers reports 0 to count-1 and says what each crossed, as the console reads it. */
+async function crossingsOf(count: number): Promise<unknown[]> {
+  const groups = consoleGroups();
+  const crossed = [];
+  for (let n = 0; n < count; n += 1) {
+    await env.deliver(checkoutReport(n));
+    const facts = await vi.waitFor(
+      async () => {
+        const routed = await groups.asRouted(`feedback.created:fb_pay_${n}`);
+        expect(routed).toBeDefined();
+        return routed!;
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    expect(facts.group.size).toBe(n + 1);
+    crossed.push(facts.crossed);
+  }
+  return crossed;
+}
+
 describe('a crossing routed by a worker without the rule', () => {
   it('is found, and the worker with the rule PATCHes the first', async () => {
     const apiClient = createApiClient({ baseUrl: api.url, token: API_TOKEN });
@@ -100,22 +125,7 @@ describe('a crossing routed by a worker without the rule', () => {
       similar,
       concurrency: 1,
     });
-    const groups = consoleGroups();
-    const crossed = [];
-    for (let n = 0; n < 3; n += 1) {
-      await env.deliver(checkoutReport(n));
-      const facts = await vi.waitFor(
-        async () => {
-          const routed = await groups.asRouted(`feedback.created:fb_pay_${n}`);
-          expect(routed).toBeDefined();
-          return routed!;
-        },
-        { timeout: 10_000, interval: 20 },
-      );
-      expect(facts.group.size).toBe(n + 1);
-      crossed.push(facts.crossed);
-    }
-    expect(crossed).toEqual([[], [], [{ atLeast: 3, withinMs: HOUR }]]);
+    expect(await crossingsOf(3)).toEqual([[], [], [{ atLeast: 3, withinMs: HOUR }]]);
 
     const app = createTestAdminApp(env, without.runQueues, TOKEN, { similar: true });
     const { body } = await request(app)
@@ -137,6 +147,54 @@ describe('a crossing routed by a worker without the rule', () => {
   });
 });
 
+const atThreeThenFive = [
+  [],
+  [],
+  [{ atLeast: 3, withinMs: HOUR }],
+  [],
+  [{ atLeast: 5, withinMs: HOUR }],
+];
+
+/**
+ * The new release's worker (`atLeast: 5`, the same handler name) routes five reports, writing its
+ * handlers again every 20 ms; the old release's window (`atLeast: 3`) is crossed at the third.
+ */
+async function newReleaseCrossings(): Promise<void> {
+  await env.startWorker({
+    handlers: [incidentTriage(5)],
+    similar,
+    concurrency: 1,
+    announceEveryMs: 20,
+  });
+  expect(await crossingsOf(5)).toEqual(atThreeThenFive);
+}
+
+describe('workers with a handler of the same name and other windows (a rolling deploy)', () => {
+  it("count each one's windows: a crossing of the other's is found", async () => {
+    // The old release's worker writes the roster, then stops: only the new release's routes.
+    // The old one's windows still count (a stopped worker's do, 30 s).
+    const older = await env.startWorker({ handlers: [incidentTriage(3)], similar });
+    await older.close(1_000);
+    await newReleaseCrossings();
+  });
+
+  it("count the windows a running worker of the previous release wrote under the handler's name", async () => {
+    // As the previous release writes it, every 5 s while its worker runs.
+    const previous = JSON.stringify({
+      attempts: 5,
+      events: ['feedback.created'],
+      at: Date.now(),
+      windows: [[3, HOUR]],
+    });
+    await env.connection.hset(`${env.prefix}:handler-roster`, TRIAGE_HANDLER_NAME, previous);
+    await newReleaseCrossings();
+    // Left as it is for that worker, whose workers read it too.
+    expect(await env.connection.hget(`${env.prefix}:handler-roster`, TRIAGE_HANDLER_NAME)).toBe(
+      previous,
+    );
+  });
+});
+
 describe('the roster', () => {
   it("keeps each handler's windows, and reads an entry written without them", async () => {
     await announceHandlers(env.connection, env.prefix, [
@@ -152,6 +210,89 @@ describe('the roster', () => {
       { name: 'older', attempts: 3, events: ['feedback.created'] },
       { name: 'triage', attempts: 8, similarWindows: [{ atLeast: 5, withinMs: HOUR }] },
     ]);
+  });
+  it('keeps an entry per running worker, and lets go of the stopped ones', async () => {
+    const workers = `${env.prefix}:handler-roster:workers`;
+    // A worker whose time ran out (it stopped, or died, a while ago).
+    await env.connection.hset(
+      workers,
+      'gone',
+      JSON.stringify({ until: Date.now() - 1, handlers: [{ name: 'triage', attempts: 9 }] }),
+    );
+    const runningForMs = 60_000;
+    await announceHandlers(
+      env.connection,
+      env.prefix,
+      [{ name: 'triage', attempts: 8, similarWindows: [{ atLeast: 5, withinMs: HOUR }] }],
+      { id: 'a', runningForMs },
+    );
+    await announceHandlers(
+      env.connection,
+      env.prefix,
+      [
+        {
+          name: 'triage',
+          attempts: 3,
+          events: ['feedback.created'],
+          similarWindows: [{ atLeast: 3, withinMs: HOUR }],
+        },
+      ],
+      { id: 'b', runningForMs },
+    );
+    expect((await env.connection.hkeys(workers)).sort()).toEqual(['a', 'b']);
+    expect(await env.connection.pttl(workers)).toBeGreaterThan(0);
+    const running = await readRunningHandlers(env.connection, env.prefix);
+    expect(running).toHaveLength(2);
+    expect(mergeByName(running)).toEqual([
+      {
+        name: 'triage',
+        attempts: 8,
+        events: ['feedback.created'],
+        similarWindows: [
+          { atLeast: 3, withinMs: HOUR },
+          { atLeast: 5, withinMs: HOUR },
+        ],
+      },
+    ]);
+    // The console reads the name's entry as before.
+    expect((await readRoster(env.connection, env.prefix)).map(({ name }) => name)).toEqual([
+      'triage',
+    ]);
+  });
+});
+
+describe("a run started again after its group's first was taken out", () => {
+  it('PATCHes the first as it is now, not the record the operator took out', async () => {
+    const worker = await env.startWorker({
+      api: createApiClient({ baseUrl: api.url, token: API_TOKEN }),
+      handlers: [incidentTriage(3)],
+      similar,
+      concurrency: 1,
+    });
+    const app = createTestAdminApp(env, worker.runQueues, TOKEN, { similar: true });
+    const post = (path: string) =>
+      request(app)
+        .post(path)
+        .set('Authorization', `Bearer ${TOKEN}`)
+        .set('Sec-Fetch-Site', 'same-origin')
+        .expect(200);
+    for (let n = 0; n < 3; n += 1) await env.deliver(checkoutReport(n));
+    await env.completedRuns(3);
+    expect(patches()).toEqual([
+      { method: 'PATCH', path: '/v1/feedback/fb_pay_0', body: { priority_id: 1 } },
+    ]);
+
+    await post('/admin/api/deliveries/feedback.created:fb_pay_0/detach');
+    const { body } = await post(
+      `/admin/api/deliveries/feedback.created:fb_pay_2/runs/${TRIAGE_HANDLER_NAME}/run-again`,
+    );
+    expect(body.status).toBe('queued');
+    await vi.waitFor(() => expect(api.requests).toHaveLength(2), { timeout: 10_000 });
+    expect(patches()[1]).toEqual({
+      method: 'PATCH',
+      path: '/v1/feedback/fb_pay_1',
+      body: { priority_id: 1 },
+    });
   });
 });
 

@@ -3,7 +3,7 @@
  * title cut and made safe for a terminal whatever a visitor wrote.
  */
 import { describe, expect, it } from 'vitest';
-import { groupLines } from '../../../src/cli/groups.js';
+import { groupLines, groupsFooter, MOST_WEIGHED } from '../../../src/cli/groups.js';
 import type { SimilarGroupSummary } from '../../../src/grouping/similar-groups.js';
 
 const at = Date.parse('2026-11-26T09:00:00.000Z');
@@ -51,5 +51,16 @@ describe('the groups listing', () => {
     expect(groupLines([], 10)).toEqual([
       'No group had a delivery in this span. Workers keep groups of similar feedback with SIMILAR=on.',
     ]);
+  });
+});
+
+describe("the groups listing's last line", () => {
+  it('says how many groups the span holds, and when the largest are of the most recently active', () => {
+    expect(groupsFooter(1, 1, '24h')).toBe(
+      '1 group of 1 with a delivery in the last 24h, largest first.',
+    );
+    expect(groupsFooter(50, MOST_WEIGHED + 1, '7d')).toBe(
+      `50 groups of ${MOST_WEIGHED + 1} with a delivery in the last 7d, largest first, the largest of the ${MOST_WEIGHED} most recently active.`,
+    );
   });
 });
