@@ -7,10 +7,11 @@
  * machine's.
  *
  * Both services run on the server's core, and Redis and the load generator on the other: the
- * services under test on one core, what they talk to on the other, as where Redis is a service of
- * its own and senders are elsewhere. (The worker beside Redis and the sender would measure the
- * worker fighting the sender for its core; at 1 000/s that core would hold the worker's ~0.5 ms a
- * delivery besides Redis's and the sender's work, and saturate first.)
+ * services under test on one core and what they talk to on the other, as on one small host that
+ * runs both (Docker Compose, `npm start`) with Redis and the senders elsewhere, and so that the
+ * worker does not take Redis's core from the receiver's writes. On a machine busy with other work
+ * the worker read lower beside Redis (what-we-tried.md, "The end-to-end tail"): the placement was
+ * chosen for what it models, not for its figure.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -52,11 +53,12 @@ const LIST = 'bench-latency:handler-starts';
 const DEADLINE_MS = 60_000;
 /**
  * The round not counted, at the first offered load. A process's first deliveries pay for its
- * start: code compiled on first use and then optimised as it runs hot, connections and scripts
- * loaded, the heap grown to its working size. Measured from a fresh start (what-we-tried.md,
- * "The end-to-end tail"), the p99 of each second settles within the first 2-3 s; the warm-up is
- * twice that, so that what is counted is what a service that has been running says, and no
- * longer, so that nothing slower that comes later (a GC, a timer) is left out.
+ * start (code compiled on first use, connections and scripts loaded, the heap grown to its working
+ * size): on a quiet machine, the slowest deliveries of a fresh start all came within its first
+ * 130 ms (what-we-tried.md). 5 s (500 deliveries at 100/s) is well past that, and so that what is
+ * counted is what a running service does, no longer: the periodic work of a running worker (the
+ * roster every 5 s, the stalled-job check every 30 s, the history's batches) falls in the counted
+ * rounds, as it does in production.
  */
 const WARM_UP_SECONDS = 5;
 
