@@ -41,6 +41,6 @@ export function choosePinning(): Pinning {
       const result = spawnSync('taskset', ['-a', '-p', '-c', String(CORES[role]), String(pid)]);
       if (result.status !== 0) throw new Error(`taskset could not pin ${pid}: ${result.stderr}`);
     },
-    description: `The server under test ran alone on core ${CORES.server} (\`taskset\`); the load generator, Redis and the bench itself on core ${CORES.rest}. In the worker bench the worker under test (this process) took core ${CORES.server} and Redis kept core ${CORES.rest}.`,
+    description: `The server under test ran alone on core ${CORES.server} (\`taskset\`); the load generator, Redis and the bench itself on core ${CORES.rest}. In the worker bench the worker under test (this process) took core ${CORES.server} and Redis kept core ${CORES.rest}; end to end, \`serve\` and \`work\` shared core ${CORES.server}.`,
   };
 }

@@ -69,6 +69,20 @@ export function startReceiverUnderTest(
   });
 }
 
+/** Waits until `url` (a probe such as the worker's /readyz) answers 200. */
+export async function untilReady(url: string, withinMs = 15_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const ready = await fetch(url).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ready) return;
+    if (Date.now() > deadline) throw new Error(`${url} did not answer 200`);
+    await sleep(50);
+  }
+}
+
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1');
