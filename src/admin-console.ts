@@ -90,7 +90,6 @@ export function openAdminConsole(
   const quarantine = createQuarantine({ connection, prefix });
   const runs = createRunReader(deliveries, runQueues);
   const history = createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds });
-  const markers = { connection, prefix };
   // What Redis holds, whatever the receiver's SIMILAR: the workers group and keep the groups.
   const similarGroups = createSimilarGroups({
     connection,
@@ -104,7 +103,6 @@ export function openAdminConsole(
     history,
     deliveries,
     runQueues,
-    markers,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
     retention: handlerRunRetention(config.completedJobRetentionSeconds),
     similarFacts: similarGroups.asRouted,
@@ -119,9 +117,9 @@ export function openAdminConsole(
         deliveryLog: createDeliveryLog(deliveries, runs, history, quarantine),
         quarantine,
         deliveries: intake,
-        deadLetter: createDeadLetter({ runQueues, deliveries, markers }),
+        deadLetter: createDeadLetter({ runQueues, deliveries }),
         runs,
-        runAgain: createRunAgain({ reader: runs, markers }),
+        runAgain: createRunAgain(runs),
         bulk,
         handlerNames: async () => (await readRoster(connection, prefix)).map((entry) => entry.name),
         queues,

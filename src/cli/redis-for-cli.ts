@@ -42,21 +42,19 @@ export async function withQueues<T>(
   try {
     await waitForRedis(connection, config.redisUrl, { refusedForMs: REFUSED_FOR_MS });
     const prefix = config.queuePrefix;
-    const markers = { connection, prefix };
     const similarGroups = createSimilarGroups({
       connection,
       prefix,
       ttlSeconds: config.dedupeTtlSeconds,
     });
     return await use({
-      deadLetter: createDeadLetter({ runQueues, deliveries: deliveries.queue, markers }),
+      deadLetter: createDeadLetter({ runQueues, deliveries: deliveries.queue }),
       bulk: createBulkActions({
         connection,
         prefix,
         history: createHistorySearch({ connection, prefix, ttlSeconds: config.dedupeTtlSeconds }),
         deliveries: deliveries.queue,
         runQueues,
-        markers,
         dedupeTtlSeconds: config.dedupeTtlSeconds,
         retention: handlerRunRetention(config.completedJobRetentionSeconds),
         similarFacts: similarGroups.asRouted,

@@ -21,7 +21,7 @@ import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { projectOf } from '../webhooks/feedback-record.js';
 import { addRuns, runJobId, type RunQueues } from './run-queues.js';
 import { readRoster } from './handler-roster.js';
-import { startAfresh, type SuccessMarkers } from './restart.js';
+import { startAfresh } from './restart.js';
 
 export type BulkAction = 'retry' | 'run-again';
 
@@ -97,7 +97,6 @@ export function createBulkActions(options: {
   readonly history: HistorySearch;
   readonly deliveries: Queue<Delivery>;
   readonly runQueues: Pick<RunQueues, 'of' | 'handlers'>;
-  readonly markers: SuccessMarkers;
   readonly dedupeTtlSeconds: number;
   /** A new run's retention: the worker's runs' (COMPLETED_JOB_RETENTION_SECONDS), not the default. */
   readonly retention: JobRetention;
@@ -108,7 +107,7 @@ export function createBulkActions(options: {
   readonly similarFacts?:
     ((deliveryKey: string, project: string) => Promise<SimilarFacts | undefined>) | undefined;
 }): BulkActions {
-  const { connection, prefix, history, deliveries, runQueues, markers } = options;
+  const { connection, prefix, history, deliveries, runQueues } = options;
   const progressKey = (id: string) => `${prefix}:bulk:${id}`;
   /** Actions under way in this process (and places taken by ones starting), and whether it is stopping. */
   const running = new Set<Promise<unknown>>();
@@ -160,8 +159,8 @@ export function createBulkActions(options: {
     const id = routing ? target.deliveryJobId : runJobId(target.deliveryJobId, target.handler);
     const job = await (routing ? deliveries : runQueues.of(target.handler)).getJob(id);
     if (job) {
-      if (await startAfresh(job, 'failed', markers)) return true;
-      return selection.action === 'run-again' && startAfresh(job, 'completed', markers);
+      if (await startAfresh(job, 'failed')) return true;
+      return selection.action === 'run-again' && startAfresh(job, 'completed');
     }
     if (selection.action !== 'run-again') return false;
     // The handler never saw this delivery (or its run is gone): a new run, while the record is kept.

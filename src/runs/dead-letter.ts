@@ -8,7 +8,7 @@ import type { Job, Queue } from 'bullmq';
 import { ROUTING } from '../history/delivery-history.js';
 import { handlerOfRunId, type HandlerRunData, type RunQueues } from './run-queues.js';
 import { failureCause } from './failure-cause.js';
-import { startAfresh, type SuccessMarkers } from './restart.js';
+import { startAfresh } from './restart.js';
 
 export interface DeadLetterEntry {
   /** The job's id, as `deliveries retry` takes it. */
@@ -94,18 +94,12 @@ export interface DeadLetterOptions {
   readonly runQueues: Pick<RunQueues, 'of' | 'all' | 'handlers'>;
   /** The `deliveries` queue, whose failed jobs join the dead letter. */
   readonly deliveries: Queue;
-  /** Where a run's success marker is, removed when it starts afresh. */
-  readonly markers: SuccessMarkers;
 }
 
-export function createDeadLetter({
-  runQueues,
-  deliveries,
-  markers,
-}: DeadLetterOptions): DeadLetter {
+export function createDeadLetter({ runQueues, deliveries }: DeadLetterOptions): DeadLetter {
   // Job data is read as unknown below: a failed job's data may be anything.
   const queues = async (): Promise<Queue[]> => [deliveries, ...(await runQueues.all())];
-  const retryAfresh = (job: Job<unknown>) => startAfresh(job, 'failed', markers);
+  const retryAfresh = (job: Job<unknown>) => startAfresh(job, 'failed');
 
   const entry = (job: Job<unknown>, queue: Queue): DeadLetterEntry => ({
     id: job.id ?? '',

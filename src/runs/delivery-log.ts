@@ -245,9 +245,7 @@ function matches({ key, record }: Delivery, search: string): boolean {
   const fields = [
     key,
     record.id,
-    record.feedback_id === null || record.feedback_id === undefined
-      ? undefined
-      : String(record.feedback_id),
+    record.feedback_id?.toString(),
     record.title,
     record.description,
     record.reporter?.email,

@@ -4,7 +4,7 @@
  * worker asks `where()` again before its first attempt. It starts a new life (`life` in its data,
  * counted up first): a run's success is known by its life (runSuccessKey), so neither a marker of
  * the old life nor a worker still holding the old life's success in memory (completion-ledger.ts)
- * takes the new run for done. The old life's marker is removed all the same: nothing needs it.
+ * takes the new run for done. The old life's marker is left to expire with its delivery.
  *
  * - A retry is for a run that failed for good, however it failed: its last attempt, an
  *   UnrecoverableError, stalled too often, or an error in the processor. `deliveries retry`, the
@@ -17,22 +17,14 @@
  * The run keeps its one id either way, so it is queued once however often an operator asks.
  */
 import type { FinishedStatus, Job } from 'bullmq';
-import type { RedisConnection } from '../queue/redis.js';
 import {
   completingAttempt,
   lifeOf,
   logAttempt,
-  succeededMarkerKey,
   successKeyOf,
   type HandlerRunData,
 } from './run-queues.js';
 import type { RunReader } from './run-reader.js';
-
-/** Where runs' success markers are: the queues' connection and key prefix. */
-export interface SuccessMarkers {
-  readonly connection: RedisConnection;
-  readonly prefix: string;
-}
 
 /**
  * Starts a finished job again with all of its attempts. (BullMQ's `retryJobs`, and bull-board's
@@ -40,15 +32,9 @@ export interface SuccessMarkers {
  *
  * @returns false when the job is not in `from` (any more): someone else restarted it, or it moved on
  */
-export async function startAfresh(
-  job: Job<unknown>,
-  from: FinishedStatus,
-  markers: SuccessMarkers,
-): Promise<boolean> {
+export async function startAfresh(job: Job<unknown>, from: FinishedStatus): Promise<boolean> {
   if ((await job.getState()) !== from) return false;
-  const successKey = successKeyOf(job);
-  if (successKey) {
-    await markers.connection.del(succeededMarkerKey(markers.prefix, successKey));
+  if (successKeyOf(job)) {
     // BullMQ's public update; the worker reads the life when it takes the job.
     await job.updateData({ ...(job.data as HandlerRunData), life: lifeOf(job) + 1 });
   }
@@ -78,17 +64,12 @@ export interface RunAgain {
   all(deliveryKey: string): Promise<{ handler: string; status: RunAgainStatus }[]>;
 }
 
-export function createRunAgain(options: {
-  readonly reader: RunReader;
-  readonly markers: SuccessMarkers;
-}): RunAgain {
-  const { reader, markers } = options;
-
+export function createRunAgain(reader: RunReader): RunAgain {
   async function runAgain(run: Awaited<ReturnType<RunReader['find']>>): Promise<RunAgainStatus> {
     // startAfresh checks the job's state, as it is now rather than when the run was read.
     const job = run && (await reader.jobOf(run));
     if (!job) return 'not found';
-    return (await startAfresh(job, 'completed', markers)) ? 'queued' : 'not completed';
+    return (await startAfresh(job, 'completed')) ? 'queued' : 'not completed';
   }
 
   return {

@@ -22,10 +22,7 @@ import {
   type Job,
   type MinimalJob,
 } from 'bullmq';
-import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
-import type { JobRetention } from '../queue/deliveries-queue.js';
 import {
   addRuns,
   lifeOf,
@@ -45,6 +42,7 @@ import type { RosterEntry } from '../runs/handler-roster.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
+import type { WorkerRuntimeOptions } from './runtime.js';
 import {
   abandonedAttempts,
   isAttemptTimeout,
@@ -60,38 +58,32 @@ import {
   type RunDecision,
 } from './run-policy.js';
 
-export interface RunsOptions {
-  readonly handlers: readonly Handler[];
+/** What the runtime (runtime.ts) gives the routing and the runs of its workers. */
+export type RunsOptions = Pick<
+  WorkerRuntimeOptions,
+  'handlers' | 'api' | 'logger' | 'dedupeTtlSeconds' | 'retention' | 'metrics'
+> & {
   /** The handlers' queues: routing adds runs to them, and a rate limit stops one of them. */
   readonly runQueues: Pick<RunQueues, 'of'>;
   readonly completions: CompletionLedger;
   /** Where routings and completed runs are written for the console (failures: runtime.ts). */
   readonly history: HistoryWriter;
-  readonly api: ApiClient;
-  readonly logger: Logger;
-  /** How long a run's deduplication marker is kept; see DEDUPE_TTL_SECONDS. */
-  readonly dedupeTtlSeconds: number;
-  readonly retention?: JobRetention | undefined;
-  readonly metrics?:
-    Pick<Metrics, 'handlerRuns' | 'handlerRunDuration' | 'similarDuration'> | undefined;
   /** Groups each routed delivery with similar ones; undefined when SIMILAR=off. */
-  readonly similar?: SimilarGrouping | undefined;
+  readonly similar: SimilarGrouping | undefined;
   /**
    * The handlers other running workers have and this one lacks (the roster): routing adds their
    * runs too, and their `where()` is asked at the run's first attempt, by a worker that has it.
    */
-  readonly elsewhere?: () => readonly RosterEntry[];
+  readonly elsewhere: () => readonly RosterEntry[];
   /**
    * With SIMILAR on: a delivery's grouping facts as its routing stored them, with its group's
    * first as it is now (similar-groups.ts `asRouted`). A run started again (a retry, a run again)
    * or in a later attempt reads them afresh: an operator may have taken the group's first out
    * since the run was added. Undefined when grouping does not know the delivery (any more).
    */
-  readonly similarAsRouted?:
+  readonly similarAsRouted:
     ((deliveryKey: string, project: string) => Promise<SimilarFacts | undefined>) | undefined;
-  /** Attempts left running after their timeout, at most (MOST_ABANDONED_ATTEMPTS by default). */
-  readonly mostAbandonedAttempts?: number;
-}
+};
 
 export interface Runs {
   /** The `deliveries` worker's processor. */
@@ -126,7 +118,7 @@ export function createRuns(options: RunsOptions): Runs {
   const { handlers, runQueues, completions, history, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const inFlight = new Map<RunContext, string>();
-  const abandoned = abandonedAttempts(options.mostAbandonedAttempts);
+  const abandoned = abandonedAttempts();
 
   const route = async (job: Job<unknown>): Promise<RoutingResult> => {
     const check = readDelivery(job.data);
@@ -136,7 +128,7 @@ export function createRuns(options: RunsOptions): Runs {
       ...handlers.filter(
         (handler) => handler.events.includes(delivery.event) && wants(handler, delivery),
       ),
-      ...(options.elsewhere?.() ?? []).filter((other) => other.events?.includes(delivery.event)),
+      ...options.elsewhere().filter((other) => other.events?.includes(delivery.event)),
     ];
     // Before the runs are added, so that each carries its facts. A grouping that fails (Redis
     // away) fails the routing job, which BullMQ retries; a routing that runs again is grouped once.

@@ -177,19 +177,13 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   // runs (the roster forgets a handler not written for a while), and before its workers take a
   // delivery, so that its routing adds runs for the handlers other workers have.
   const everyMs = options.announceEveryMs ?? ANNOUNCE_EVERY_MS;
-  const roster = handlers.map(({ name, attempts, events, similarWindows }) => ({
-    name,
-    attempts,
-    events,
-    similarWindows,
-  }));
   let elsewhere: readonly RosterEntry[] = [];
   // Written under this worker's own id too, which counts while it runs and a while after (its
   // handlers still get runs then): workers with a handler of the same name and other windows
   // each have theirs counted.
   const self = { id: randomUUID(), runningForMs: everyMs * RUNNING_WITHIN_ANNOUNCEMENTS };
   const announce = async () => {
-    await announceHandlers(connection, prefix, roster, self);
+    await announceHandlers(connection, prefix, handlers, self);
     const running = await readRunningHandlers(connection, prefix);
     const byName = mergeByName(running);
     elsewhere = byName.filter(({ name }) => !handlers.some((handler) => handler.name === name));

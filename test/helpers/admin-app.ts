@@ -25,7 +25,6 @@ export function createTestAdminApp(
 ): Express {
   const queues = async () => [env.deliveries, ...(await runQueues.all())];
   const runs = createRunReader(env.deliveries, runQueues);
-  const markers = { connection: env.connection, prefix: env.prefix };
   const history = createHistorySearch({
     connection: env.connection,
     prefix: env.prefix,
@@ -47,16 +46,15 @@ export function createTestAdminApp(
         deliveryLog: createDeliveryLog(env.deliveries, runs, history, env.quarantine),
         quarantine: env.quarantine,
         deliveries: env.producer,
-        deadLetter: createDeadLetter({ runQueues, deliveries: env.deliveries, markers }),
+        deadLetter: createDeadLetter({ runQueues, deliveries: env.deliveries }),
         runs,
-        runAgain: createRunAgain({ reader: runs, markers }),
+        runAgain: createRunAgain(runs),
         bulk: createBulkActions({
           connection: env.connection,
           prefix: env.prefix,
           history,
           deliveries: env.deliveries,
           runQueues,
-          markers,
           dedupeTtlSeconds: env.dedupeTtlSeconds,
           retention: handlerRunRetention(RUN_RETENTION_SECONDS),
           similarFacts: similarGroups?.asRouted,

@@ -181,11 +181,7 @@ export async function createTestWorkerEnv({
     },
     deadLetter() {
       if (!runQueues) throw new Error('start a worker first');
-      return createDeadLetter({
-        runQueues,
-        deliveries: producer.queue,
-        markers: { connection: producerConnection, prefix },
-      });
+      return createDeadLetter({ runQueues, deliveries: producer.queue });
     },
     async failedRuns(count, timeoutMs = 10_000) {
       await vi.waitFor(

@@ -207,7 +207,6 @@ describe('bulk actions in one process', () => {
       history: createHistorySearch({ connection, prefix, ttlSeconds: env.dedupeTtlSeconds }),
       deliveries: env.deliveries,
       runQueues: laterWorker.runQueues,
-      markers: { connection, prefix },
       dedupeTtlSeconds: env.dedupeTtlSeconds,
       retention: handlerRunRetention(3_600),
     });

@@ -29,13 +29,12 @@ it('runs a completed run again while the worker still holds its first success', 
   const delivery = await env.deliver({ id: 'fb_run_again_while_held' });
   await env.completedRuns(1);
   const [job] = await worker.runQueues.of('probe').getCompleted();
-  const markers = { connection: env.connection, prefix: env.prefix };
 
-  expect(await startAfresh(job!, 'completed', markers)).toBe(true);
+  expect(await startAfresh(job!, 'completed')).toBe(true);
   await vi.waitFor(() => expect(calls).toEqual([delivery.key, delivery.key]), { timeout: 5_000 });
   // And again: each run again is a life of its own.
   await vi.waitFor(async () => expect(await job!.getState()).toBe('completed'), { timeout: 5_000 });
-  expect(await startAfresh(job!, 'completed', markers)).toBe(true);
+  expect(await startAfresh(job!, 'completed')).toBe(true);
   await vi.waitFor(() => expect(calls).toHaveLength(3), { timeout: 5_000 });
   expect(env.logs).not.toContainEqual(
     expect.objectContaining({ msg: 'handler run had completed before; not run again' }),

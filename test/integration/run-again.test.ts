@@ -82,7 +82,7 @@ const triageRun = async () => {
 };
 
 describe('POST /admin/api/deliveries/{key}/runs/{handler}/run-again', () => {
-  it('runs a completed run again, once, with its success marker gone', async () => {
+  it("runs a completed run again, once, whatever its earlier life's success marker says", async () => {
     expect(patches()).toBe(1);
     // As a worker leaves one when Redis was away at the completion, or with ACK_REPLICAS.
     const marker = succeededMarkerKey(env.prefix, runSuccessKey('auto-triage', KEY));
@@ -94,8 +94,6 @@ describe('POST /admin/api/deliveries/{key}/runs/{handler}/run-again', () => {
       timeout: 5_000,
     });
     expect(patches()).toBe(2);
-    // A worker that crashed during the new run would otherwise take it for done.
-    expect(await env.connection.exists(marker)).toBe(0);
     expect((await triageRun()).history).toEqual([
       expect.objectContaining({ attempt: 1, outcome: 'completed' }),
       expect.objectContaining({ attempt: 1, outcome: 'completed' }),
