@@ -69,7 +69,7 @@ export async function moveLegacyRuns(options: MoveLegacyRunsOptions): Promise<Le
   }
 
   async function moveOne(job: Job<HandlerRunData>): Promise<void> {
-    const dueIn = job.delay > 0 ? job.timestamp + job.delay - Date.now() : 0;
+    const dueIn = job.delay > 0 ? dueAt(job) - Date.now() : 0;
     await runQueues.of(job.name).add(job.name, job.data, {
       ...runJobOptions(job.id!, job.opts.attempts ?? 1, { dedupeTtlSeconds }),
       ...(dueIn > 0 ? { delay: dueIn } : {}),
@@ -83,4 +83,15 @@ export async function moveLegacyRuns(options: MoveLegacyRunsOptions): Promise<Le
       );
     }
   }
+}
+
+/**
+ * When a delayed run becomes due. A run never tried waits out the delay it was added with, from
+ * its creation (`timestamp`). A run backing off after a failed attempt has `delay` set to its
+ * backoff, which began when that attempt failed: BullMQ keeps that moment only in the delayed
+ * set's score (an encoding of its own), so this counts from the attempt's start (`processedOn`)
+ * instead: due at most one attempt's length early, never an hour early as from its creation.
+ */
+function dueAt(job: Pick<Job, 'timestamp' | 'processedOn' | 'delay'>): number {
+  return Math.max(job.timestamp, job.processedOn ?? 0) + job.delay;
 }

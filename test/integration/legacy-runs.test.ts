@@ -98,3 +98,45 @@ it("moves the runs left waiting or delayed in the old queue to their handlers' q
   await env.completedRuns(2);
   expect(done.sort()).toEqual(['fb_failed', 'fb_waiting']);
 });
+
+it('keeps a run backing off after a failed attempt delayed until its backoff ends', async () => {
+  const env = await createTestWorkerEnv();
+  cleanup.push(() => env.close());
+  const legacy = new Queue<HandlerRunData>(LEGACY_RUNS_QUEUE, {
+    connection: { url: inject('redisUrl') },
+    prefix: env.prefix,
+  });
+  cleanup.push(() => legacy.close());
+  const hour = 3_600_000;
+  // Created two hours ago, it failed its first attempt just now: it waits an hour from now.
+  await legacy.add('triage', run('fb_backoff'), {
+    jobId: 'd4.triage',
+    timestamp: Date.now() - 2 * hour,
+    attempts: 2,
+    backoff: { type: 'fixed', delay: hour },
+  });
+  const old = new Worker(
+    LEGACY_RUNS_QUEUE,
+    async () => {
+      throw new Error('the feedback API was down');
+    },
+    { connection: { url: inject('redisUrl'), maxRetriesPerRequest: null }, prefix: env.prefix },
+  );
+  await new Promise<void>((resolve) => old.on('failed', () => resolve()));
+  await old.close();
+  expect(await legacy.getJobCounts('delayed')).toEqual({ delayed: 1 });
+  const runQueues = createRunQueues(env.connection, env.prefix);
+  cleanup.push(() => runQueues.close());
+
+  expect(
+    await moveLegacyRuns({
+      connection: env.connection,
+      prefix: env.prefix,
+      runQueues,
+      dedupeTtlSeconds: 3600,
+    }),
+  ).toEqual({ moved: 1, failedLeft: 0, activeLeft: 0 });
+  const moved = await runQueues.of('triage').getJob('d4.triage');
+  expect(await moved?.getState(), 'still backing off').toBe('delayed');
+  expect(moved?.delay).toBeGreaterThan(hour / 2);
+});
