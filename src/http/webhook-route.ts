@@ -1,6 +1,6 @@
 /**
  * POST /webhooks/feedback. The checks run in a fixed order, each with its own answer: content
- * type (415), size (413), signature header present (400), signature valid (401); only then is
+ * type (415), size (413), signature headers present and sent once (400), signature valid (401); only then is
  * the body parsed, validated and stored, in one Redis round trip. Lean on purpose: this is the
  * hot path, and everything that can be prepared once is prepared when the router is built.
  */
@@ -156,14 +156,23 @@ export function createWebhookRouter(
     }
 
     const header: HeaderLookup = (name) => {
-      const value = req.headers[name];
-      const text = Array.isArray(value) ? value.join(', ') : value;
+      const text = req.headersDistinct[name]?.[0];
       return text === '' ? undefined : text;
     };
     const missing = scheme.missingHeaders(header);
     if (missing.length > 0) {
       const detail = `Missing header${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}.`;
       return refusal('SIGNATURE_MISSING', 'signature_missing', detail, { missing });
+    }
+    // Node joins a repeated header's values with ", ", which is no signature of either scheme
+    // (and no delivery id): a signature header is one value, even the space-separated list of
+    // Standard Webhooks, so a repeat is refused by name rather than read as a wrong signature.
+    const repeated = scheme.headers.find((name) => (req.headersDistinct[name]?.length ?? 0) > 1);
+    if (repeated !== undefined) {
+      const detail = `Send the ${repeated} header once${
+        scheme.name === 'standard-webhooks' ? ': several signatures go in it, space-separated' : ''
+      }.`;
+      return refusal('BAD_REQUEST', 'signature_repeated', detail, { repeated });
     }
     const check = scheme.verify(body, header, receivedAt);
     if (!check.ok) {

@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DELIVERIES_QUEUE } from '../../src/queue/deliveries-queue.js';
 import { signHmacSha256 } from '../../src/webhooks/hmac-sha256.js';
 import { signStandardWebhook } from '../../src/webhooks/standard-webhooks.js';
+import { sendRaw, type RawAnswer, type RawRequest } from '../helpers/raw-request.js';
 import { postSigned } from '../helpers/signed-request.js';
 import { createTestReceiver, TEST_SECRET, type TestReceiver } from '../helpers/test-receiver.js';
 
@@ -22,6 +23,18 @@ let receiver: TestReceiver;
 afterEach(async () => {
   await receiver?.close();
 });
+
+/** One request written on a socket to the receiver, headers repeated as given. */
+async function sendOnSocket(raw: RawRequest): Promise<RawAnswer> {
+  const server = receiver.app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    return await sendRaw(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, raw);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
 
 describe('POST /webhooks/feedback', () => {
   beforeEach(async () => {
@@ -179,6 +192,24 @@ describe('POST /webhooks/feedback', () => {
     expect(await receiver.deliveries.queue.count()).toBe(0);
   });
 
+  it('answers 400 naming the signature header when it is sent twice', async () => {
+    const body = JSON.stringify(record);
+    // Node would join the two into "sha256=..., sha256=...", no signature at all.
+    const response = await sendOnSocket({
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'x-ybug-signature': [signHmacSha256(body, TEST_SECRET), 'sha256=other'],
+      },
+      body: [body],
+    });
+    expect(response.status).toBe(400);
+    expect(response.text).toContain('"code":"BAD_REQUEST"');
+    expect(response.text).toContain('"detail":"Send the x-ybug-signature header once."');
+    expect(receiver.logs).toContainEqual(expect.objectContaining({ reason: 'signature_repeated' }));
+    expect(await receiver.deliveries.queue.count()).toBe(0);
+  });
+
   it('answers 401 to a malformed signature', async () => {
     const response = await request(receiver.app)
       .post('/webhooks/feedback')
@@ -327,6 +358,30 @@ describe('Standard Webhooks scheme', () => {
     const response = await post('{}', { 'webhook-id': 'msg_1' });
     expect(response.status).toBe(400);
     expect(response.body.detail).toBe('Missing headers: webhook-timestamp, webhook-signature.');
+  });
+
+  it('answers 400 to two webhook-signature headers, saying where several signatures go', async () => {
+    const body = JSON.stringify(record);
+    const id = 'msg_twice';
+    const response = await sendOnSocket({
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'webhook-id': id,
+        'webhook-timestamp': timestamp,
+        'webhook-signature': [
+          signStandardWebhook({ id, timestamp, body }, secret),
+          `v1,${Buffer.alloc(32).toString('base64')}`,
+        ],
+      },
+      body: [body],
+    });
+    expect(response.status).toBe(400);
+    expect(response.text).toContain('"code":"BAD_REQUEST"');
+    expect(response.text).toContain(
+      '"detail":"Send the webhook-signature header once: several signatures go in it, space-separated."',
+    );
+    expect(await receiver.deliveries.queue.count()).toBe(0);
   });
 
   it('answers 401 to a stale timestamp and logs it as stale', async () => {
