@@ -79,7 +79,11 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(createProbeRouter({ isReady: deps.isReady }));
   if (metrics && deps.metricsToken !== undefined) {
-    app.get('/metrics', requireToken(deps.metricsToken), serveMetrics(metrics));
+    // In a router of its own, as the probes are: a router answers OPTIONS with Allow for the
+    // paths it serves, where the app would pass it on to the 404 below.
+    const metricsRouter = express.Router();
+    metricsRouter.get('/metrics', requireToken(deps.metricsToken), serveMetrics(metrics));
+    app.use(metricsRouter);
   }
 
   app.use(sendNotFound);

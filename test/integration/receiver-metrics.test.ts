@@ -123,6 +123,21 @@ describe("the receiver's /metrics on the webhook port", () => {
     }
   });
 
+  it('answers OPTIONS with its methods, as /healthz and /readyz do', async () => {
+    const deps = createReceiverDeps(
+      receiverConfig({ ADMIN_TOKEN }),
+      createLogger({ level: 'silent' }),
+    );
+    try {
+      const app = createApp(deps);
+      const healthz = await request(app).options('/healthz').expect(200);
+      const metrics = await request(app).options('/metrics').expect(200);
+      expect(metrics.headers.allow).toBe(healthz.headers.allow);
+    } finally {
+      await deps.close();
+    }
+  });
+
   it('is not served without an admin token', async () => {
     const deps = createReceiverDeps(receiverConfig(), createLogger({ level: 'silent' }));
     try {
