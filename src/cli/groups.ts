@@ -49,6 +49,7 @@ Groups page (/admin/groups) shows them with their arrivals over time.`,
         similarGroups.count(query),
       ]);
       for (const line of groupLines(found, limit)) console.log(line);
+      if (found.length === 0) return; // the listing said so, in one line
       console.log(`\n${groupsFooter(Math.min(limit, found.length), total, since)}`);
     });
   },

@@ -290,6 +290,7 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     const other = await cli(['groups', '--project', 'prj_nobody'], redisEnv());
     expect(other).toMatchObject({ code: 0 });
     expect(other.output).toContain('No group had a delivery in this span.');
+    expect(other.output, 'said once').not.toContain('0 groups of 0');
     const wrong = await cli(['groups', '--since', 'yesterday'], redisEnv());
     expect(wrong.code).toBe(2);
     expect(wrong.output).toMatch(/--since: expected a number and a unit/);
