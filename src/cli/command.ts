@@ -33,6 +33,8 @@ export const LIMIT_OPTION = { limit: { type: 'string', default: '50' } } as cons
 
 export function parseLimit(values: OptionValues): number {
   const limit = Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1) throw new UsageError('--limit takes a whole number');
+  if (!Number.isInteger(limit) || limit < 1) {
+    throw new UsageError('--limit takes a whole number, 1 or more');
+  }
   return limit;
 }

@@ -30,7 +30,7 @@ Seed tokens: ${SANDBOX_TOKEN} (Company plan), ${SANDBOX_STARTUP_TOKEN} (Startup 
     if (!Number.isInteger(port) || port < 0 || port > 65535)
       throw new UsageError('--port takes a port number');
     if (!Number.isInteger(limit) || limit < 1)
-      throw new UsageError('--rate-limit takes a whole number');
+      throw new UsageError('--rate-limit takes a whole number, 1 or more');
     const logger = createLogger({ level: 'info' });
     const running = stopOnSignal(logger, 'sandbox');
     const sandbox = await startSandbox({

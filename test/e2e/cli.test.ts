@@ -404,6 +404,14 @@ describe('feedback-receiver usage', () => {
       ['deliveries', 'failed', '--limit', '-1'],
       /^feedback-receiver: --limit is followed by -1: give --limit a value, or write --limit=-1 if that is it; see feedback-receiver deliveries failed --help\n$/,
     ],
+    [
+      ['quarantine', 'list', '--limit', '0'],
+      /^feedback-receiver: --limit takes a whole number, 1 or more/,
+    ],
+    [
+      ['sandbox', '--rate-limit', '0'],
+      /^feedback-receiver: --rate-limit takes a whole number, 1 or more/,
+    ],
   ])('answers wrong usage %j with exit code 2 and one sentence', async (args, message) => {
     const result = await cli(args);
     expect(result.code).toBe(2);
