@@ -287,7 +287,9 @@ export function createWebhookRouter(
           'Too few Redis replicas confirmed the delivery in time; retry later.',
         );
       }
-      // Nothing was stored, so nothing may be acknowledged: the sender retries later.
+      // Not acknowledged, though it may be stored all the same: a write Redis did not answer in
+      // time still runs if Redis resumes. The sender's retry is safe either way, answered as a
+      // duplicate if it was stored.
       if (isQueueUnavailableError(error)) {
         logger.error(
           { error: describeError(error.cause) },

@@ -51,7 +51,8 @@ export interface EnqueueResult {
 /** What the receiver needs of the queue: put a delivery in it, once. */
 export interface DeliveryQueue {
   /**
-   * @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored.
+   * @throws {QueueUnavailableError} when Redis refused the write, or did not answer in time: then
+   *   it may still land once Redis resumes.
    * @throws {QueueNotReplicatedError} when too few replicas confirmed it in time; it may exist.
    */
   enqueue(delivery: Delivery): Promise<EnqueueResult>;

@@ -78,7 +78,8 @@ export type ReplayResult =
 
 export interface Quarantine {
   /**
-   * @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored.
+   * @throws {QueueUnavailableError} when Redis refused the write, or did not answer in time: then
+   *   it may still land once Redis resumes.
    * @throws {QueueNotReplicatedError} when too few replicas confirmed it in time; it may exist.
    */
   add(entry: NewQuarantineEntry): Promise<QuarantineAdded>;

@@ -22,7 +22,8 @@ export interface ReplicatedWrites {
   /**
    * Runs a write; with replicas to wait for, resolves once they have it.
    *
-   * @throws {QueueUnavailableError} when Redis cannot take the write; nothing was stored.
+   * @throws {QueueUnavailableError} when Redis refused the write, or did not answer in time: then
+   *   it may still land once Redis resumes.
    * @throws {QueueNotReplicatedError} when too few replicas confirmed it in time; it may exist.
    */
   store<T>(write: () => Promise<T>): Promise<T>;
