@@ -54,8 +54,11 @@ export function decideRun(outcome: AttemptResult, facts: AttemptFacts): RunDecis
   if (outcome.interrupted) return { kind: 'interrupted' };
   const reason = describe(error);
   if (isApiRateLimitedError(error)) {
-    const delayMs = error.retryAfterMs + Math.floor(random() * RATE_LIMIT_SPREAD_MS);
-    return { kind: 'wait', delayMs, reason };
+    // BullMQ's manual rate limit is a key that expires after the wait, and Redis refuses an
+    // expiry of 0 ms (or past 2^63): a 429 with `Retry-After: 0`, or a date gone by, threw from
+    // the executor and spent an attempt. So 1 ms at least, and 30 days (MAX_SPAN_MS) at most.
+    const wanted = error.retryAfterMs + Math.floor(random() * RATE_LIMIT_SPREAD_MS);
+    return { kind: 'wait', delayMs: Math.min(MAX_SPAN_MS, Math.max(1, wanted)), reason };
   }
   if (isUnrecoverable(error) || isFinalApiError(error)) return { kind: 'fail', reason };
   if (facts.attempt >= facts.attempts) return { kind: 'fail', reason };

@@ -133,6 +133,40 @@ it.each([
   },
 );
 
+it('waits out a 429 that says to try again at once (Retry-After: 0) without spending an attempt', async () => {
+  const env = await setUp();
+  // No spread added at random: the wait is what the API said, 0 ms.
+  vi.spyOn(Math, 'random').mockReturnValue(0);
+  cleanup.push(async () => vi.restoreAllMocks());
+  let calls = 0;
+  await env.startWorker({
+    handlers: [
+      defineHandler({
+        name: 'at-once',
+        attempts: 1, // a wait that spent an attempt would fail this run for good
+        handle: () => {
+          calls += 1;
+          if (calls > 1) return;
+          throw new ApiRateLimitedError({
+            method: 'PATCH',
+            url: 'http://127.0.0.1/v1/feedback/1',
+            status: 429,
+            retryAfterMs: 0,
+            source: 'service',
+          });
+        },
+      }),
+    ],
+  });
+  await env.deliver({ id: 'fb_retry_after_0' });
+  await eventually(async () => {
+    const [entry] = await env.deadLetter().list();
+    expect(entry?.reason, 'the dead letter').toBeUndefined();
+    expect(calls).toBe(2);
+  });
+  await env.completedRuns(1);
+});
+
 it('routes a delivery to the handlers every running worker has, whichever worker routes it', async () => {
   const env = await setUp();
   const ran = { a: new Set<string>(), b: new Set<string>() };

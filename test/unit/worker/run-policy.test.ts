@@ -10,6 +10,7 @@ import {
   ApiValidationError,
 } from '../../../src/api/api-errors.js';
 import { attemptTimeoutError } from '../../../src/worker/attempt-timeout.js';
+import { MAX_SPAN_MS } from '../../../src/worker/handler.js';
 import {
   decideRun,
   REASON_MAX_CHARS,
@@ -51,6 +52,14 @@ describe('decideRun', () => {
       delayMs: 7_500,
       reason: error.message,
     });
+  });
+
+  it.each([
+    ['Retry-After: 0', 0, 1],
+    ['a Retry-After past 30 days', Number.MAX_VALUE, MAX_SPAN_MS],
+  ])('waits as BullMQ can (1 ms to 30 days) when the API says %s', (_, retryAfterMs, delayMs) => {
+    const error = new ApiRateLimitedError({ ...at, status: 429, retryAfterMs, source: 'service' });
+    expect(failed(error, { random: () => 0 })).toMatchObject({ kind: 'wait', delayMs });
   });
 
   it.each([
