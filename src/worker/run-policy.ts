@@ -41,9 +41,9 @@ export interface AttemptFacts {
 
 /**
  * At most this much is added at random to a rate limit's wait. The wait holds the handler's whole
- * queue (runs.ts: `Queue.rateLimit`, one key that the last run to set it decides), so its runs all
- * come back together when it ends; what the spread keeps apart are the queues: the handlers that
- * one 429 or the shared API limit stopped at once resume up to this far apart, not in one burst.
+ * queue (runs.ts: `Queue.rateLimit`, one key, which a shorter wait leaves as it is), so its runs
+ * all come back together when it ends; what the spread keeps apart are the queues: the handlers
+ * that one 429 or the shared API limit stopped at once resume up to this far apart, not at once.
  */
 export const RATE_LIMIT_SPREAD_MS = 1_000;
 

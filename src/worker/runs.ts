@@ -250,11 +250,16 @@ export function createRuns(options: RunsOptions): Runs {
       }
       case 'retry':
         throw new HandlerAttemptError(decision, result.ok ? undefined : result.error);
-      case 'wait':
+      case 'wait': {
         // The limit is the handler's (the API's, shared by its runs): its whole queue waits, and
         // this job goes back to waiting without spending an attempt. Nothing bounces meanwhile.
-        await runQueues.of(handler.name).rateLimit(decision.delayMs);
+        // BullMQ keeps one limiter key per queue, which `rateLimit` replaces, count and all: never
+        // with a shorter wait than the one it holds (another run's longer 429, or the window of
+        // the handler's own rateLimit), which would let runs start before that one ends.
+        const queue = runQueues.of(handler.name);
+        await queue.rateLimit(Math.max(decision.delayMs, await queue.getRateLimitTtl(1)));
         throw Worker.RateLimitError();
+      }
       case 'fail':
         throw new UnrecoverableError(notASignal(decision.reason));
       case 'interrupted':

@@ -266,6 +266,48 @@ it("starts at most a handler's rateLimit.max runs in its durationMs, across its 
   ).toEqual([]);
 });
 
+it("keeps a handler's rateLimit window when a 429 asks for a shorter wait within it", async () => {
+  const env = await setUp();
+  // The 429's wait is 1 ms, no spread: far shorter than what is left of the window.
+  vi.spyOn(Math, 'random').mockReturnValue(0);
+  cleanup.push(async () => vi.restoreAllMocks());
+  const rateLimit = { max: 2, durationMs: 2_000 };
+  const calls: number[] = [];
+  const queue = createRunQueue(env.connection, env.prefix, 'windowed');
+  cleanup.push(() => queue.close());
+  await queue.pause();
+  await env.startWorker({
+    handlers: [
+      defineHandler({
+        name: 'windowed',
+        rateLimit,
+        handle: () => {
+          calls.push(Date.now());
+          if (calls.length > 1) return;
+          throw new ApiRateLimitedError({
+            method: 'PATCH',
+            url: 'http://127.0.0.1/v1/feedback/1',
+            status: 429,
+            retryAfterMs: 0,
+            source: 'service',
+          });
+        },
+      }),
+    ],
+  });
+  const records = Array.from({ length: 4 }, (_, n) => `fb_windowed_${n}`);
+  for (const id of records) await env.deliver({ id });
+  await eventually(async () => expect(await queue.getWaitingCount()).toBe(records.length));
+  await queue.resume();
+  await env.completedRuns(records.length, 15_000);
+  // The call that met the 429 was a start too: BullMQ counted it in the window.
+  const windows = limiterWindows(calls, rateLimit.durationMs - CLOCK_SLACK_MS);
+  expect(
+    windows.filter((window) => window.length > rateLimit.max),
+    `windows with more than ${rateLimit.max} calls`,
+  ).toEqual([]);
+});
+
 it("warns at start of a global rate limit on a handler's queue, which BullMQ counts per second, and names the handler's own", async () => {
   const env = await setUp();
   const queue = createRunQueue(env.connection, env.prefix, 'limited');
