@@ -2,9 +2,9 @@
  * An operator starts a finished run again, in one way: its job goes back to waiting with its
  * attempts counted from zero, so it gets all of them and its handler's backoff again, and the
  * worker asks `where()` again before its first attempt. It starts a new life (`life` in its data,
- * counted up first): a run's success is known by its life (runSuccessKey), so neither a marker of
- * the old life nor a worker still holding the old life's success in memory (completion-ledger.ts)
- * takes the new run for done. The old life's marker is left to expire with its delivery.
+ * set first: the time): a run's success is known by its life (runSuccessKey), so neither a marker
+ * of the old life nor a worker still holding the old life's success in memory
+ * (completion-ledger.ts) takes the new run for done. The old life's marker is left to expire.
  *
  * - A retry is for a run that failed for good, however it failed: its last attempt, an
  *   UnrecoverableError, stalled too often, or an error in the processor. `deliveries retry`, the
@@ -35,8 +35,11 @@ import type { RunReader } from './run-reader.js';
 export async function startAfresh(job: Job<unknown>, from: FinishedStatus): Promise<boolean> {
   if ((await job.getState()) !== from) return false;
   if (successKeyOf(job)) {
-    // BullMQ's public update; the worker reads the life when it takes the job.
-    await job.updateData({ ...(job.data as HandlerRunData), life: lifeOf(job) + 1 });
+    // BullMQ's public update; the worker reads the life when it takes the job. The time, and
+    // more than the last: no other run of the delivery's key gets it (a delivery received again
+    // after DEDUPE_TTL_SECONDS, started afresh too), so its success may be remembered past that.
+    const life = Math.max(Date.now(), lifeOf(job) + 1);
+    await job.updateData({ ...(job.data as HandlerRunData), life });
   }
   // The attempt that completed it is the job's completion, which starting again forgets.
   const completed = from === 'completed' ? completingAttempt(job) : undefined;

@@ -102,7 +102,11 @@ export interface AttemptRecord {
 /** A run job's data: the delivery, so an attempt reads nothing else. */
 export interface HandlerRunData {
   readonly delivery: Delivery;
-  /** How often an operator started the run afresh (restart.ts); none is 0. See runSuccessKey. */
+  /**
+   * 0, or when an operator last started the run afresh (restart.ts: the time in ms, and more than
+   * the life before), or when a backfill added it: no other run of the delivery's key has it.
+   * See runSuccessKey.
+   */
   readonly life?: number;
   /** What grouping found for the delivery (ctx.similar); absent when SIMILAR=off. */
   readonly similar?: SimilarFacts;
@@ -146,7 +150,7 @@ export function runSuccessKey(handlerName: string, deliveryKey: string, life = 0
   return life > 0 ? `${key}:${life}` : key;
 }
 
-/** A run job's life: how often it was started afresh (see HandlerRunData). */
+/** A run job's life: 0, or when it was last started afresh (see HandlerRunData). */
 export function lifeOf(job: Job<unknown>): number {
   const life = (job.data as Partial<HandlerRunData> | undefined)?.life;
   return typeof life === 'number' && Number.isSafeInteger(life) && life > 0 ? life : 0;

@@ -43,10 +43,11 @@ import { detached } from '../tracing/tracer.js';
 
 export interface CompletionLedger {
   /**
-   * The handler of this run returned. Its marker, if one is written, lasts as long as the
-   * delivery is remembered: DEDUPE_TTL_SECONDS from `receivedAt` (ms), as its deduplication does.
+   * The handler of this run returned. Its marker, if one is written, lasts DEDUPE_TTL_SECONDS
+   * from `rememberedFrom` (ms): for a run's first life, the delivery's receipt, as its
+   * deduplication does (a delivery received again after that is a new one, and runs again).
    */
-  succeeded(successKey: string, jobId: string, receivedAt: number): void;
+  succeeded(successKey: string, jobId: string, rememberedFrom: number): void;
   /** BullMQ recorded the run's job as completed (another job of the same key confirms nothing). */
   confirmed(successKey: string, jobId: string): void;
   /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
@@ -124,7 +125,7 @@ interface Held {
   readonly jobId: string;
   /** When the handler returned (ms since the epoch). */
   readonly since: number;
-  /** When the delivery is no longer remembered, nor its marker kept (ms since the epoch). */
+  /** When its marker is no longer kept, nor needed (ms since the epoch; see `succeeded`). */
   readonly expiresAt: number;
   stage: 'unconfirmed' | 'unwritten' | 'written';
   generation: number;
@@ -212,7 +213,7 @@ export function createCompletionLedger({
     const now = clock();
     const toWrite: [string, Held][] = [];
     for (const [key, success] of held) {
-      // A delivery no longer remembered needs no marker: it would be a new delivery now.
+      // A first life's delivery no longer remembered needs no marker: it would be a new one now.
       if (success.expiresAt <= now) held.delete(key);
       else if (needsWrite(success)) toWrite.push([key, success]);
     }
@@ -301,7 +302,7 @@ export function createCompletionLedger({
   const holds = (successKey: string) => held.has(successKey);
 
   return {
-    succeeded(successKey, jobId, receivedAt) {
+    succeeded(successKey, jobId, rememberedFrom) {
       held.delete(successKey);
       while (held.size >= mostHeld) {
         held.delete(held.keys().next().value!);
@@ -310,7 +311,7 @@ export function createCompletionLedger({
       held.set(successKey, {
         jobId,
         since: clock(),
-        expiresAt: receivedAt + ttlSeconds * 1000,
+        expiresAt: rememberedFrom + ttlSeconds * 1000,
         stage: 'unconfirmed',
         generation,
       });

@@ -240,7 +240,11 @@ export function createRuns(options: RunsOptions): Runs {
     switch (decision.kind) {
       case 'completed': {
         const result = storable(decision.result, logger, bindings);
-        completions.succeeded(successKey, job.id!, Date.parse(delivery.receivedAt));
+        // A run started afresh has a life of its own (restart.ts), which no later delivery's
+        // run shares: its success is remembered from now, as its job may still come back (a
+        // failover that lost the completion) after its delivery is no longer remembered.
+        const rememberedFrom = lifeOf(job) > 0 ? Date.now() : Date.parse(delivery.receivedAt);
+        completions.succeeded(successKey, job.id!, rememberedFrom);
         history.finished(delivery, handler.name, {
           state: 'completed',
           at: new Date().toISOString(),
