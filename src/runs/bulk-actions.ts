@@ -168,8 +168,9 @@ export function createBulkActions(options: {
     const read = deliveryJob ? readDelivery(deliveryJob.data) : undefined;
     if (!read?.ok || attempts === undefined) return false;
     // Neither a deduplication key nor a success that outlived a removed run job may make the
-    // new run a no-op (BullMQ removes the key with the job; this does not rely on it): the new
-    // run has a life of its own, which no earlier success matches (completion-ledger.ts).
+    // new run a no-op. BullMQ keeps the key when retention removes the job (only `clean` and
+    // `remove` take it too), so it goes here; the new run has a life of its own, which no
+    // earlier success matches (completion-ledger.ts).
     await runQueues.of(target.handler).removeDeduplicationKey(id);
     // Its routing grouped it before (a run added then carries the facts); the new run sees the
     // same facts, a crossing included: a run again is the first run once more, not a new arrival.
