@@ -133,11 +133,26 @@ it.each([
   },
 );
 
+/** The API's 429 with `Retry-After: 0`: try again at once. */
+const retryAtOnce = () =>
+  new ApiRateLimitedError({
+    method: 'PATCH',
+    url: 'http://127.0.0.1/v1/feedback/1',
+    status: 429,
+    retryAfterMs: 0,
+    source: 'service',
+  });
+
+/** Adds no spread at random to a rate limit's wait (run-policy.ts), until the test ends. */
+function withoutSpread(): void {
+  vi.spyOn(Math, 'random').mockReturnValue(0);
+  cleanup.push(async () => vi.restoreAllMocks());
+}
+
 it('waits out a 429 that says to try again at once (Retry-After: 0) without spending an attempt', async () => {
   const env = await setUp();
   // No spread added at random: the wait is what the API said, 0 ms.
-  vi.spyOn(Math, 'random').mockReturnValue(0);
-  cleanup.push(async () => vi.restoreAllMocks());
+  withoutSpread();
   let calls = 0;
   await env.startWorker({
     handlers: [
@@ -147,13 +162,7 @@ it('waits out a 429 that says to try again at once (Retry-After: 0) without spen
         handle: () => {
           calls += 1;
           if (calls > 1) return;
-          throw new ApiRateLimitedError({
-            method: 'PATCH',
-            url: 'http://127.0.0.1/v1/feedback/1',
-            status: 429,
-            retryAfterMs: 0,
-            source: 'service',
-          });
+          throw retryAtOnce();
         },
       }),
     ],
@@ -268,9 +277,8 @@ it("starts at most a handler's rateLimit.max runs in its durationMs, across its 
 
 it("keeps a handler's rateLimit window when a 429 asks for a shorter wait within it", async () => {
   const env = await setUp();
-  // The 429's wait is 1 ms, no spread: far shorter than what is left of the window.
-  vi.spyOn(Math, 'random').mockReturnValue(0);
-  cleanup.push(async () => vi.restoreAllMocks());
+  // The 429's wait is 1 ms: far shorter than what is left of the window.
+  withoutSpread();
   const rateLimit = { max: 2, durationMs: 2_000 };
   const calls: number[] = [];
   const queue = createRunQueue(env.connection, env.prefix, 'windowed');
@@ -284,13 +292,7 @@ it("keeps a handler's rateLimit window when a 429 asks for a shorter wait within
         handle: () => {
           calls.push(Date.now());
           if (calls.length > 1) return;
-          throw new ApiRateLimitedError({
-            method: 'PATCH',
-            url: 'http://127.0.0.1/v1/feedback/1',
-            status: 429,
-            retryAfterMs: 0,
-            source: 'service',
-          });
+          throw retryAtOnce();
         },
       }),
     ],
