@@ -68,6 +68,7 @@ export async function withQueues<T>(
           prefix,
           runQueues,
           dedupeTtlSeconds: config.dedupeTtlSeconds,
+          retention: handlerRunRetention(config.completedJobRetentionSeconds),
         }),
       deliveries,
     });

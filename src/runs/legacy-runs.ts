@@ -12,6 +12,7 @@
  */
 import { Queue, type Job, type JobType } from 'bullmq';
 import type { RedisConnection } from '../queue/redis.js';
+import type { JobRetention } from '../queue/deliveries-queue.js';
 import { HANDLER_NAME, runJobOptions, type HandlerRunData, type RunQueues } from './run-queues.js';
 
 /** The one queue of runs of the versions before a queue per handler. */
@@ -32,6 +33,8 @@ export interface MoveLegacyRunsOptions {
   readonly runQueues: Pick<RunQueues, 'of'>;
   /** DEDUPE_TTL_SECONDS: how long a run's id keeps it from being added twice. */
   readonly dedupeTtlSeconds: number;
+  /** How long a moved run is kept once finished (handlerRunRetention), as a worker adds it. */
+  readonly retention: JobRetention;
   /** Move the failed runs too: each is queued again, with fresh attempts. */
   readonly includeFailed?: boolean;
 }
@@ -40,7 +43,7 @@ export interface MoveLegacyRunsOptions {
 const PAGE = 100;
 
 export async function moveLegacyRuns(options: MoveLegacyRunsOptions): Promise<LegacyRunsMove> {
-  const { connection, prefix, runQueues, dedupeTtlSeconds } = options;
+  const { connection, prefix, runQueues, dedupeTtlSeconds, retention } = options;
   const legacy = new Queue<HandlerRunData>(LEGACY_RUNS_QUEUE, { connection, prefix });
   legacy.on('error', () => {}); // the connection's owner reports an outage
   const states: JobType[] = ['waiting', 'delayed', 'prioritized'];
@@ -71,7 +74,7 @@ export async function moveLegacyRuns(options: MoveLegacyRunsOptions): Promise<Le
   async function moveOne(job: Job<HandlerRunData>): Promise<void> {
     const dueIn = job.delay > 0 ? dueAt(job) - Date.now() : 0;
     await runQueues.of(job.name).add(job.name, job.data, {
-      ...runJobOptions(job.id!, job.opts.attempts ?? 1, { dedupeTtlSeconds }),
+      ...runJobOptions(job.id!, job.opts.attempts ?? 1, { dedupeTtlSeconds, retention }),
       ...(dueIn > 0 ? { delay: dueIn } : {}),
     });
     try {

@@ -5,7 +5,11 @@
 import { Queue, UnrecoverableError, Worker } from 'bullmq';
 import { afterEach, expect, inject, it } from 'vitest';
 import { LEGACY_RUNS_QUEUE, moveLegacyRuns } from '../../src/runs/legacy-runs.js';
-import { createRunQueues, type HandlerRunData } from '../../src/runs/run-queues.js';
+import {
+  createRunQueues,
+  handlerRunRetention,
+  type HandlerRunData,
+} from '../../src/runs/run-queues.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
@@ -66,6 +70,8 @@ it("moves the runs left waiting or delayed in the old queue to their handlers' q
     prefix: env.prefix,
     runQueues,
     dedupeTtlSeconds: 3600,
+    // COMPLETED_JOB_RETENTION_SECONDS=60, as `runs upgrade` reads it.
+    retention: handlerRunRetention(60),
   };
 
   expect(await moveLegacyRuns(options)).toEqual({ moved: 2, failedLeft: 1, activeLeft: 0 });
@@ -76,6 +82,9 @@ it("moves the runs left waiting or delayed in the old queue to their handlers' q
   });
   const delayed = await runQueues.of('triage').getJob('d2.triage');
   expect(await delayed?.getState(), 'still waiting out its delay').toBe('delayed');
+  expect(delayed?.opts.removeOnComplete, 'kept as a worker keeps a run').toEqual(
+    handlerRunRetention(60).removeOnComplete,
+  );
   // Again: nothing more to move.
   expect(await moveLegacyRuns(options)).toEqual({ moved: 0, failedLeft: 1, activeLeft: 0 });
 
@@ -134,6 +143,7 @@ it('keeps a run backing off after a failed attempt delayed until its backoff end
       prefix: env.prefix,
       runQueues,
       dedupeTtlSeconds: 3600,
+      retention: handlerRunRetention(60),
     }),
   ).toEqual({ moved: 1, failedLeft: 0, activeLeft: 0 });
   const moved = await runQueues.of('triage').getJob('d4.triage');
