@@ -104,9 +104,11 @@ export function createDeliveryLog(
 ): DeliveryLog {
   /** Deliveries no worker has routed yet, newest first: a backlog, read from their queue. */
   async function notRouted(q: string): Promise<DeliverySummary[]> {
+    // BullMQ reads the range in each state: up to WAITING_SHOWN of each, the newest kept.
     const jobs = await deliveries.getJobs(['active', 'waiting', 'delayed'], 0, WAITING_SHOWN - 1);
     return jobs
       .sort((a, b) => b.timestamp - a.timestamp)
+      .slice(0, WAITING_SHOWN)
       .flatMap((job) => {
         const read = readDelivery(job.data);
         if (!read.ok || (q !== '' && !matches(read.delivery, q))) return [];
