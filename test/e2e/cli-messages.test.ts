@@ -71,6 +71,42 @@ describe('text from elsewhere, on the terminal', () => {
     }
   });
 
+  it('shows the escapes in the hook the API answers hooks register with, never obeys them', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(201, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'hook_\u001b]0;owned\u0007',
+          event: 'feedback.created\u202E',
+          target_url: 'https://hooks.example.com/\u001b[2J',
+          active: true,
+          created_at: '2026-11-28T09:00:00Z',
+        }),
+      );
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const result = await cli(
+        ['hooks', 'register', '--project', 'prj_1', '--url', 'https://hooks.example.com/'],
+        {
+          FEEDBACK_API_URL: `http://127.0.0.1:${port}`,
+          FEEDBACK_API_TOKEN: 't',
+          WEBHOOK_SECRET: 's',
+        },
+      );
+      expect(result.code, result.output).toBe(0);
+      expect(result.output).toContain(
+        'Registered hook hook_\\x1b]0;owned\\x07 on project prj_1: feedback.created\\u202e -> https://hooks.example.com/\\x1b[2J',
+      );
+      for (const obeyed of ['\u001b', '\u0007', '\u202e'])
+        expect(result.output).not.toContain(obeyed);
+    } finally {
+      server.close();
+    }
+  });
+
   it('shows an option it does not know, escaped, in its one sentence', async () => {
     const result = await cli(['groups', '--\u001b[2J\u202Ex']);
     expect(result.code).toBe(2);
