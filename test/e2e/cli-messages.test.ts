@@ -6,11 +6,14 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createQuarantine } from '../../src/queue/quarantine.js';
 import { runCli } from '../helpers/cli-process.js';
 import { freePort } from '../helpers/free-port.js';
+
+const RULES = fileURLToPath(new URL('../../examples/triage-rules.jsonc', import.meta.url));
 
 /** Runs a one-off command to its end; stdout and stderr apart. */
 async function cli(args: string[], env: Record<string, string> = {}) {
@@ -127,6 +130,33 @@ describe('a span of zero', () => {
     expect(result.output).toMatch(/since: expected a span longer than zero/);
     expectOneSentence(result.output);
   });
+});
+
+describe('a port in use', () => {
+  it.each([
+    ['serve', 'PORT', { WEBHOOK_SECRET: 's' }],
+    ['serve', 'METRICS_PORT', { WEBHOOK_SECRET: 's', PORT: '0' }],
+    ['work', 'METRICS_PORT', { TRIAGE_RULES: RULES, TRIAGE_DRY_RUN: 'true' }],
+  ])(
+    '%s with its %s in use names the variable, in one sentence',
+    async (command, variable, env) => {
+      const taken = createServer().listen(0);
+      await once(taken, 'listening');
+      try {
+        const { port } = taken.address() as AddressInfo;
+        const result = await cli([command], {
+          ...env,
+          [variable]: String(port),
+          REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+        });
+        expect(result.code).toBe(1);
+        expect(result.output).toContain(`${variable}: port ${port} is already in use`);
+        expectOneSentence(result.output);
+      } finally {
+        taken.close();
+      }
+    },
+  );
 });
 
 describe('a Redis where nothing listens', () => {
