@@ -174,6 +174,17 @@ describe('a Redis where nothing listens', () => {
   );
 });
 
+describe('an empty quarantine', () => {
+  it('replay --all says the quarantine is empty, rather than nothing', async () => {
+    const result = await cli(['quarantine', 'replay', '--all'], {
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: `e2e-cli-empty-${randomUUID().slice(0, 8)}`,
+    });
+    expect(result.code).toBe(0);
+    expect(result.output).toBe('The quarantine is empty: nothing to replay.\n');
+  });
+});
+
 describe('quarantine', () => {
   const prefix = `e2e-cli-messages-${randomUUID().slice(0, 8)}`;
   const env = () => ({ REDIS_URL: inject('redisUrl'), QUEUE_PREFIX: prefix });
