@@ -15,6 +15,8 @@ export interface EmbeddedRedis {
   readonly port: number;
   /** The redis-server process, for tests that pause it. */
   readonly process: ChildProcess;
+  /** Calls `listener` if the server exits without being asked to (killed, out of memory). */
+  onUnaskedExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
   stop(): Promise<void>;
 }
 
@@ -116,11 +118,17 @@ async function startOn(
   if (outcome === 'exited') return 'exited';
   writeFileSync(join(dir, SERVER_FILE), JSON.stringify({ pid: child.pid, port }));
   stopsWithProcess(child, exited);
+  let asked = false;
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
     process: child,
+    onUnaskedExit: (listener) =>
+      void exited.then(([code, signal]) => {
+        if (!asked) listener(code as number | null, signal as NodeJS.Signals | null);
+      }),
     stop: async () => {
+      asked = true;
       if (child.exitCode !== null) return;
       child.kill('SIGCONT'); // a paused server could not act on SIGTERM
       child.kill('SIGTERM');

@@ -39,7 +39,7 @@ async function takenPort(): Promise<number> {
 }
 
 /** `start` in `cwd`, on free ports, with the example rules in a dry run. */
-function runStart(cwd: string): CliProcess {
+function runStart(cwd: string, env: Record<string, string> = {}): CliProcess {
   return runCli(
     ['start'],
     {
@@ -48,6 +48,7 @@ function runStart(cwd: string): CliProcess {
       HOST: '127.0.0.1',
       TRIAGE_RULES: RULES,
       TRIAGE_DRY_RUN: 'true',
+      ...env,
     },
     { cwd },
   );
@@ -56,9 +57,10 @@ function runStart(cwd: string): CliProcess {
 /** `start` in a new directory of its own, once its receiver listens; `dir` holds its Redis's data. */
 async function startListening(
   prefix: string,
+  env: Record<string, string> = {},
 ): Promise<{ start: CliProcess; cwd: string; dir: string }> {
   const cwd = await mkdtemp(join(tmpdir(), prefix));
-  const start = runStart(cwd);
+  const start = runStart(cwd, env);
   await reportedUrl(start, 'receiver listening');
   return { start, cwd, dir: join(cwd, '.feedback-receiver/redis') };
 }
@@ -133,6 +135,28 @@ describe.runIf(process.platform === 'linux')('feedback-receiver start that fails
       });
     }
   });
+
+  it('stops, exit 1, when its redis-server dies under it, so that a supervisor starts it again', async () => {
+    const { start, dir } = await startListening('start-redis-died-', {
+      SHUTDOWN_TIMEOUT_SECONDS: '1',
+    });
+    const [redisPid] = await processesIn(dir);
+    expect(redisPid, 'its redis-server').toBeDefined();
+    process.kill(Number(redisPid), 'SIGKILL');
+    try {
+      // Its worker's shutdown waits for SHUTDOWN_TIMEOUT_SECONDS, then 5 s more, for a Redis gone.
+      await vi.waitFor(() => expect(start.child.exitCode, start.output()).not.toBeNull(), {
+        timeout: 30_000,
+        interval: 100,
+      });
+    } finally {
+      start.child.kill('SIGKILL');
+    }
+    expect(start.child.exitCode).toBe(1);
+    expect(start.output()).toContain(
+      '"signal":"SIGKILL","msg":"the private redis-server exited: shutting down the receiver and worker"',
+    );
+  }, 45_000);
 
   it('stops its redis-server when a second Ctrl-C ends it at once', async () => {
     const { start, dir } = await startListening('start-interrupted-');
