@@ -4,7 +4,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { freePort } from './free-port.js';
@@ -14,6 +15,8 @@ export interface EmbeddedRedis {
   readonly port: number;
   /** The redis-server process, for tests that pause it. */
   readonly process: ChildProcess;
+  /** Calls `listener` if the server exits without being asked to (killed, out of memory). */
+  onUnaskedExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
   stop(): Promise<void>;
 }
 
@@ -26,11 +29,28 @@ export class RedisNotFoundError extends Error {
   }
 }
 
+/**
+ * A redis-server already keeps its data in the directory. A second one there would write the same
+ * append-only files: whichever rewrites them last drops what the other wrote, deliveries that were
+ * acknowledged among them.
+ */
+export class RedisDirInUseError extends Error {
+  override readonly name = 'RedisDirInUseError';
+}
+
 /** Ports tried before giving up, when the one picked was taken before redis-server bound it. */
 const PORT_TRIES = 5;
 
 /**
+ * Which redis-server keeps its data in the directory, and on which port: written once it answers,
+ * read before another is started there. Its own process group outlives a `start` killed with
+ * SIGKILL, which has no chance to stop it.
+ */
+const SERVER_FILE = 'redis-server.json';
+
+/**
  * @throws {RedisNotFoundError} when redis-server is not on the PATH.
+ * @throws {RedisDirInUseError} when the redis-server last started in `dir` still runs.
  * @throws {Error} when it does not answer within 10 seconds, or exits at start.
  */
 export async function startEmbeddedRedis(options: {
@@ -40,6 +60,7 @@ export async function startEmbeddedRedis(options: {
   port?: number;
 }): Promise<EmbeddedRedis> {
   mkdirSync(options.dir, { recursive: true });
+  await assertNoServerIn(options.dir);
   // redis-server cannot listen on port 0 and say which port it got, so a free port is picked
   // first; another process may take it before redis-server binds it, and then another is tried.
   for (let tries = 1; ; tries += 1) {
@@ -95,12 +116,19 @@ async function startOn(
     })
     .finally(() => stopPinging.abort());
   if (outcome === 'exited') return 'exited';
+  writeFileSync(join(dir, SERVER_FILE), JSON.stringify({ pid: child.pid, port }));
   stopsWithProcess(child, exited);
+  let asked = false;
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
     process: child,
+    onUnaskedExit: (listener) =>
+      void exited.then(([code, signal]) => {
+        if (!asked) listener(code as number | null, signal as NodeJS.Signals | null);
+      }),
     stop: async () => {
+      asked = true;
       if (child.exitCode !== null) return;
       child.kill('SIGCONT'); // a paused server could not act on SIGTERM
       child.kill('SIGTERM');
@@ -132,26 +160,52 @@ function stopStarted(): void {
   }
 }
 
+/**
+ * @throws {RedisDirInUseError} when the redis-server that last started in `dir` still runs and
+ *   answers there.
+ */
+async function assertNoServerIn(dir: string): Promise<void> {
+  let recorded: { pid?: unknown; port?: unknown };
+  try {
+    recorded = JSON.parse(readFileSync(join(dir, SERVER_FILE), 'utf8')) as typeof recorded;
+  } catch {
+    return; // none started there yet (or by a release that did not say)
+  }
+  const { pid, port } = recorded;
+  if (typeof pid !== 'number' || typeof port !== 'number') return;
+  if (!(await answersAs(port, pid))) return;
+  throw new RedisDirInUseError(
+    `a redis-server (pid ${pid}, redis://127.0.0.1:${port}) already keeps its data in ${dir}: another start runs in this directory, or an earlier one was killed and left it running; a second one would overwrite its files and lose deliveries. Stop it (kill ${pid}), or set REDIS_URL=redis://127.0.0.1:${port} to use it`,
+  );
+}
+
 /** Waits until the redis-server with this pid answers on the port (not another that took it). */
 async function waitUntilServing(port: number, pid: number, stopped: AbortSignal): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!stopped.aborted) {
-    const probe = new Redis(port, '127.0.0.1', {
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      if ((await probe.info('server')).includes(`\nprocess_id:${pid}\r`)) return;
-    } catch {
-      // not up yet
-    } finally {
-      probe.disconnect();
-    }
+    if (await answersAs(port, pid)) return;
     if (Date.now() > deadline)
       throw new Error(`redis-server on port ${port} did not answer within 10 seconds`);
     await sleep(50);
+  }
+}
+
+/** Whether the redis-server with this pid answers on the port, within a second. */
+async function answersAs(port: number, pid: number): Promise<boolean> {
+  const probe = new Redis(port, '127.0.0.1', {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1_000,
+    commandTimeout: 1_000,
+  });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return (await probe.info('server')).includes(`\nprocess_id:${pid}\r`);
+  } catch {
+    return false; // not up (yet), or not answering
+  } finally {
+    probe.disconnect();
   }
 }

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { loadWebhookSecret } from '../config.js';
 import { requireOption, UsageError, type Command } from './command.js';
 import { registerHook } from './register-hook.js';
+import { terminalText } from './terminal-text.js';
 
 export const hooksRegisterCommand: Command = {
   name: 'hooks register',
@@ -44,8 +45,11 @@ ${TOKEN_HELP}`,
       secret,
     });
     const { hook, generated } = registered;
+    // The API's answer: its escapes are shown, never obeyed.
     console.log(
-      `Registered hook ${hook.id} on project ${projectId}: ${hook.event} -> ${hook.target_url}`,
+      terminalText(
+        `Registered hook ${hook.id} on project ${projectId}: ${hook.event} -> ${hook.target_url}`,
+      ),
     );
     if (generated) {
       console.log(`

@@ -90,6 +90,10 @@ still invalid stay, and the command exits 1.`,
           : (await quarantine.list({ limit: await quarantine.count() }))
               .map((entry) => entry.id)
               .reverse();
+      if (ids.length === 0) {
+        console.log('The quarantine is empty: nothing to replay.');
+        return;
+      }
       const results: ReplayResult[] = [];
       for (const entryId of ids) results.push(await quarantine.replay(entryId, deliveries));
       for (const result of results) console.log(terminalText(describe(result)));

@@ -3,6 +3,7 @@ import { createLogger } from '../logger.js';
 import { startReceiver } from '../receiver.js';
 import { startTracing } from '../tracing/tracer.js';
 import type { Command } from './command.js';
+import { assertPortFree } from './port-free.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
 export const serveCommand: Command = {
@@ -15,6 +16,11 @@ Configured through environment variables (see the README); WEBHOOK_SECRET or
 WEBHOOK_SECRET_FILE is required.`,
   async run() {
     const config = loadReceiverConfig();
+    // Said with the variable's name before anything starts, where listen would say EADDRINUSE.
+    await assertPortFree('PORT', config.port, config.host);
+    if (config.metricsPort !== undefined) {
+      await assertPortFree('METRICS_PORT', config.metricsPort, config.host);
+    }
     const logger = createLogger({
       level: config.logLevel,
       pretty: config.logPretty,

@@ -45,6 +45,11 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
         const dir = resolve(EMBEDDED_REDIS_DIR);
         const redis = await startEmbeddedRedis({ dir, appendOnly: true });
         running.add(redis.stop);
+        // Nothing would start it again: the receiver would answer 503 and the worker wait, for
+        // good. Stopped, the process lets its supervisor restart it, with the data on disk.
+        redis.onUnaskedExit((code, signal) =>
+          running.fail({ code, signal }, 'the private redis-server exited'),
+        );
         logger.info(
           { redisUrl: redis.url, dir },
           'REDIS_URL not set: started a private redis-server',

@@ -8,6 +8,11 @@ export interface Stoppable {
    * nothing it started (a redis-server above all) outlives the process.
    */
   stopStarted(): Promise<void>;
+  /**
+   * Stops everything as a signal would, then exits 1: for a part that failed for good while
+   * running (start's own redis-server died), so that whatever supervises the process restarts it.
+   */
+  fail(fields: object, message: string): void;
 }
 
 /**
@@ -28,6 +33,17 @@ export function stopOnSignal(logger: Logger, what: string): Stoppable {
   const stopAll = async () => {
     for (const stop of stops.splice(0).reverse()) await stop();
   };
+  const shutDown = (exitCode: number) =>
+    stopAll().then(
+      () => {
+        logger.info(`${what} stopped`);
+        process.exit(exitCode);
+      },
+      (error: unknown) => {
+        logger.error({ error: String(error) }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       logger.warn({ signal }, 'second signal: exiting now');
@@ -35,16 +51,7 @@ export function stopOnSignal(logger: Logger, what: string): Stoppable {
     }
     stopping = true;
     logger.info({ signal }, `shutting down the ${what}`);
-    stopAll().then(
-      () => {
-        logger.info(`${what} stopped`);
-        process.exit(0);
-      },
-      (error: unknown) => {
-        logger.error({ error: String(error) }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    void shutDown(0);
   };
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   return {
@@ -56,6 +63,12 @@ export function stopOnSignal(logger: Logger, what: string): Stoppable {
           logger.error({ error: String(error) }, 'stopping after a failed start failed'),
         );
       }
+    },
+    fail: (fields, message) => {
+      if (stopping) return;
+      stopping = true;
+      logger.error(fields, `${message}: shutting down the ${what}`);
+      void shutDown(1);
     },
   };
 }

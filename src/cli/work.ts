@@ -3,6 +3,7 @@ import { createLogger } from '../logger.js';
 import { startWorker } from '../worker-process.js';
 import { startTracing } from '../tracing/tracer.js';
 import type { Command } from './command.js';
+import { assertPortFree } from './port-free.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
 export const workCommand: Command = {
@@ -16,6 +17,8 @@ listed in HANDLERS (comma-separated paths). Run as many workers as you like;
 they share the API's rate limit (FEEDBACK_API_RATE_LIMIT) through Redis.`,
   async run() {
     const config = loadWorkerConfig();
+    // Said with the variable's name before anything starts (a second worker on this machine).
+    await assertPortFree('METRICS_PORT', config.metricsPort);
     const logger = createLogger({
       level: config.logLevel,
       pretty: config.logPretty,

@@ -48,19 +48,22 @@ export function createApp(deps: AppDeps): Express {
   const { metrics, logger } = deps;
   app.use((req, res, next) => {
     const started = performance.now();
+    // Read now: a router mounted at a path (the console's, at /admin) takes it off req.path while
+    // it runs, and leaves it off once it has answered (/admin/api/overview would be /overview).
+    const { path } = req;
     res.on('finish', () => {
       const seconds = (performance.now() - started) / 1000;
-      const known = KNOWN_ROUTES.has(req.path);
+      const known = KNOWN_ROUTES.has(path);
       metrics?.requestDuration.observe(
-        { method: req.method, route: known ? req.path : 'other', status: String(res.statusCode) },
+        { method: req.method, route: known ? path : 'other', status: String(res.statusCode) },
         seconds,
       );
       if (res.locals.logged) return;
-      const probe = req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics';
+      const probe = path === '/healthz' || path === '/readyz' || path === '/metrics';
       logger[probe ? 'debug' : 'info'](
         {
           method: req.method,
-          path: known ? req.path : req.path.slice(0, 200),
+          path: known ? path : path.slice(0, 200),
           status: res.statusCode,
           ms: Math.round(seconds * 1000),
         },

@@ -6,11 +6,14 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createQuarantine } from '../../src/queue/quarantine.js';
 import { runCli } from '../helpers/cli-process.js';
 import { freePort } from '../helpers/free-port.js';
+
+const RULES = fileURLToPath(new URL('../../examples/triage-rules.jsonc', import.meta.url));
 
 /** Runs a one-off command to its end; stdout and stderr apart. */
 async function cli(args: string[], env: Record<string, string> = {}) {
@@ -71,6 +74,42 @@ describe('text from elsewhere, on the terminal', () => {
     }
   });
 
+  it('shows the escapes in the hook the API answers hooks register with, never obeys them', async () => {
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(201, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: 'hook_\u001b]0;owned\u0007',
+          event: 'feedback.created\u202E',
+          target_url: 'https://hooks.example.com/\u001b[2J',
+          active: true,
+          created_at: '2026-11-28T09:00:00Z',
+        }),
+      );
+    }).listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      const result = await cli(
+        ['hooks', 'register', '--project', 'prj_1', '--url', 'https://hooks.example.com/'],
+        {
+          FEEDBACK_API_URL: `http://127.0.0.1:${port}`,
+          FEEDBACK_API_TOKEN: 't',
+          WEBHOOK_SECRET: 's',
+        },
+      );
+      expect(result.code, result.output).toBe(0);
+      expect(result.output).toContain(
+        'Registered hook hook_\\x1b]0;owned\\x07 on project prj_1: feedback.created\\u202e -> https://hooks.example.com/\\x1b[2J',
+      );
+      for (const obeyed of ['\u001b', '\u0007', '\u202e'])
+        expect(result.output).not.toContain(obeyed);
+    } finally {
+      server.close();
+    }
+  });
+
   it('shows an option it does not know, escaped, in its one sentence', async () => {
     const result = await cli(['groups', '--\u001b[2J\u202Ex']);
     expect(result.code).toBe(2);
@@ -93,6 +132,33 @@ describe('a span of zero', () => {
   });
 });
 
+describe('a port in use', () => {
+  it.each([
+    ['serve', 'PORT', { WEBHOOK_SECRET: 's' }],
+    ['serve', 'METRICS_PORT', { WEBHOOK_SECRET: 's', PORT: '0' }],
+    ['work', 'METRICS_PORT', { TRIAGE_RULES: RULES, TRIAGE_DRY_RUN: 'true' }],
+  ])(
+    '%s with its %s in use names the variable, in one sentence',
+    async (command, variable, env) => {
+      const taken = createServer().listen(0);
+      await once(taken, 'listening');
+      try {
+        const { port } = taken.address() as AddressInfo;
+        const result = await cli([command], {
+          ...env,
+          [variable]: String(port),
+          REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+        });
+        expect(result.code).toBe(1);
+        expect(result.output).toContain(`${variable}: port ${port} is already in use`);
+        expectOneSentence(result.output);
+      } finally {
+        taken.close();
+      }
+    },
+  );
+});
+
 describe('a Redis where nothing listens', () => {
   it.each([[['quarantine', 'list']], [['deliveries', 'failed']]])(
     '%j says so in one sentence, not after the whole start timeout',
@@ -106,6 +172,17 @@ describe('a Redis where nothing listens', () => {
       expectOneSentence(result.output);
     },
   );
+});
+
+describe('an empty quarantine', () => {
+  it('replay --all says the quarantine is empty, rather than nothing', async () => {
+    const result = await cli(['quarantine', 'replay', '--all'], {
+      REDIS_URL: inject('redisUrl'),
+      QUEUE_PREFIX: `e2e-cli-empty-${randomUUID().slice(0, 8)}`,
+    });
+    expect(result.code).toBe(0);
+    expect(result.output).toBe('The quarantine is empty: nothing to replay.\n');
+  });
 });
 
 describe('quarantine', () => {

@@ -38,10 +38,9 @@ async function takenPort(): Promise<number> {
   return (heldPort.address() as AddressInfo).port;
 }
 
-/** `start` in a new directory of its own, once its receiver listens; `dir` holds its Redis's data. */
-async function startListening(prefix: string): Promise<{ start: CliProcess; dir: string }> {
-  const cwd = await mkdtemp(join(tmpdir(), prefix));
-  const start = runCli(
+/** `start` in `cwd`, on free ports, with the example rules in a dry run. */
+function runStart(cwd: string, env: Record<string, string> = {}): CliProcess {
+  return runCli(
     ['start'],
     {
       WEBHOOK_SECRET: 'start-secret',
@@ -49,11 +48,21 @@ async function startListening(prefix: string): Promise<{ start: CliProcess; dir:
       HOST: '127.0.0.1',
       TRIAGE_RULES: RULES,
       TRIAGE_DRY_RUN: 'true',
+      ...env,
     },
     { cwd },
   );
+}
+
+/** `start` in a new directory of its own, once its receiver listens; `dir` holds its Redis's data. */
+async function startListening(
+  prefix: string,
+  env: Record<string, string> = {},
+): Promise<{ start: CliProcess; cwd: string; dir: string }> {
+  const cwd = await mkdtemp(join(tmpdir(), prefix));
+  const start = runStart(cwd, env);
   await reportedUrl(start, 'receiver listening');
-  return { start, dir: join(cwd, '.feedback-receiver/redis') };
+  return { start, cwd, dir: join(cwd, '.feedback-receiver/redis') };
 }
 
 describe.runIf(process.platform === 'linux')('feedback-receiver start that fails', () => {
@@ -99,6 +108,55 @@ describe.runIf(process.platform === 'linux')('feedback-receiver start that fails
     );
     await vi.waitFor(async () => expect(await processesIn(dir)).toEqual([]), { timeout: 10_000 });
   });
+
+  it("refuses to start a second redis-server on the data of a killed start's, which still runs", async () => {
+    const { start, cwd, dir } = await startListening('start-killed-');
+    const [orphan] = await processesIn(dir);
+    expect(orphan, 'its redis-server').toBeDefined();
+    // SIGKILL leaves no chance to stop it: it runs on, in its own process group.
+    start.child.kill('SIGKILL');
+    await start.exited();
+    const again = runStart(cwd);
+    try {
+      const outcome = await Promise.race([
+        again.exited(),
+        reportedUrl(again, 'receiver listening').then(() => 'started beside it'),
+      ]);
+      expect(outcome, again.output()).toBe(1);
+      expect(again.output()).toContain(`a redis-server (pid ${orphan}, redis://127.0.0.1:`);
+      expect(again.output()).toContain(`already keeps its data in ${dir}`);
+      expect(await processesIn(dir)).toEqual([orphan]);
+    } finally {
+      again.child.kill('SIGTERM');
+      await again.exited();
+      process.kill(Number(orphan), 'SIGTERM');
+      await vi.waitFor(async () => expect(await processesIn(dir)).toEqual([]), {
+        timeout: 10_000,
+      });
+    }
+  });
+
+  it('stops, exit 1, when its redis-server dies under it, so that a supervisor starts it again', async () => {
+    const { start, dir } = await startListening('start-redis-died-', {
+      SHUTDOWN_TIMEOUT_SECONDS: '1',
+    });
+    const [redisPid] = await processesIn(dir);
+    expect(redisPid, 'its redis-server').toBeDefined();
+    process.kill(Number(redisPid), 'SIGKILL');
+    try {
+      // Its worker's shutdown waits for SHUTDOWN_TIMEOUT_SECONDS, then 5 s more, for a Redis gone.
+      await vi.waitFor(() => expect(start.child.exitCode, start.output()).not.toBeNull(), {
+        timeout: 30_000,
+        interval: 100,
+      });
+    } finally {
+      start.child.kill('SIGKILL');
+    }
+    expect(start.child.exitCode).toBe(1);
+    expect(start.output()).toContain(
+      '"signal":"SIGKILL","msg":"the private redis-server exited: shutting down the receiver and worker"',
+    );
+  }, 45_000);
 
   it('stops its redis-server when a second Ctrl-C ends it at once', async () => {
     const { start, dir } = await startListening('start-interrupted-');

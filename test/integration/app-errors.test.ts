@@ -96,3 +96,17 @@ describe("the app's error handler", () => {
     await redis.start();
   });
 });
+
+describe('the request log', () => {
+  it('names a console request by its whole path, a probe-like one at info too', async () => {
+    await waitUntilConsoleAnswers();
+    const before = lines.length;
+    expect((await admin('/admin/api/overview')).status).toBe(200);
+    expect((await admin('/admin/api/metrics')).status).toBe(404);
+    const requests = lines.slice(before).filter((line) => line.msg === 'request');
+    expect(requests).toEqual([
+      expect.objectContaining({ level: 30, method: 'GET', path: '/admin/api/overview' }),
+      expect.objectContaining({ level: 30, path: '/admin/api/metrics', status: 404 }),
+    ]);
+  });
+});
