@@ -7,6 +7,7 @@ import { createHistorySearch } from '../../src/history/history-search.js';
 import { createDeliveryLog, WAITING_SHOWN } from '../../src/runs/delivery-log.js';
 import { createRunQueues } from '../../src/runs/run-queues.js';
 import { createRunReader } from '../../src/runs/run-reader.js';
+import type { Delivery } from '../../src/webhooks/delivery.js';
 import { createTestWorkerEnv } from '../helpers/test-worker.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -25,7 +26,7 @@ it('shows at most WAITING_SHOWN deliveries not routed yet, waiting and delayed t
   const each = WAITING_SHOWN + 20;
   for (let i = 0; i < each; i += 1) await env.deliver({ id: `fb_waiting_${i}` });
   for (let i = 0; i < each; i += 1) {
-    const delivery = {
+    const delivery: Delivery = {
       key: `feedback.created:fb_delayed_${i}`,
       event: 'feedback.created',
       receivedAt: new Date().toISOString(),
