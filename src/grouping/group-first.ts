@@ -4,8 +4,9 @@
  * an operator takes the first out (similar-detach.lua), the group keeps its id and every other
  * member, and its first becomes the earliest member left, by arrival: the join script works it
  * out for a delivery that joins (similar-join.lua, `firstNow`), and the console, a new run a
- * bulk run-again adds, and a run started again or in a later attempt (runs.ts) here, so a rule with `"target": "first"` on a later crossing never PATCHes
- * the record the operator took out. No line is written again, so a detach costs the same in a
+ * bulk run-again adds, and every run when it starts (runs.ts: its first attempt too, which may
+ * have waited in its queue) here, so a rule with `"target": "first"` never PATCHes the record the
+ * operator took out. No line is written again, so a detach costs the same in a
  * group of any size, and lines written before read the same way.
  */
 import type { RedisConnection } from '../queue/redis.js';
@@ -27,6 +28,21 @@ export async function firstNow(
   first: First,
 ): Promise<First> {
   const [line] = await readLines(connection, keys, [first[0]]);
+  return firstNowGiven(connection, keys, group, first, line ?? null);
+}
+
+/**
+ * As firstNow, with the line of the first it is given read already (null: it has none), so a
+ * reader that needs other lines too reads them all at once: while that first is still in the
+ * group, as it nearly always is, nothing more is read.
+ */
+export async function firstNowGiven(
+  connection: RedisConnection,
+  keys: ProjectKeys,
+  group: string,
+  first: First,
+  line: string | null,
+): Promise<First> {
   const stored = readStored(line, first[0]);
   // Still in the group, or nothing says otherwise (its line is gone, or it has not joined yet).
   if (stored === undefined || stored.g === group) return first;

@@ -8,7 +8,7 @@ import { createHistorySearch } from '../history/history-search.js';
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import type { ShownSimilarFacts, SimilarFacts } from '../similar/similar-facts.js';
-import { firstNow } from './group-first.js';
+import { firstNow, firstNowGiven } from './group-first.js';
 import { groupingScript } from './grouping-script.js';
 import {
   keyOfMember,
@@ -128,6 +128,16 @@ export interface SimilarGroups {
    * crossing. Undefined as for `ofDelivery`.
    */
   asRouted(key: string, project?: string): Promise<SimilarFacts | undefined>;
+  /**
+   * The facts a run of the delivery sees when it starts, its first attempt too (it may have
+   * waited in its queue for a while): `routed`, the facts its runs were added with (the group's
+   * size when it joined, and the windows its arrival crossed, so a crossing fires once), with
+   * the group's first as it is now, not one an operator has taken out since. Once the operator
+   * has taken the delivery itself out, its facts as `asRouted` reads them: a group of its own,
+   * nothing crossed. `routed` as it is when grouping no longer knows the delivery. One read of
+   * two lines (the delivery's and its first's); more only after a detach.
+   */
+  whenRunning(key: string, project: string, routed: SimilarFacts): Promise<SimilarFacts>;
   /**
    * Takes the delivery out of its group: it becomes a group of its own, and stays one when its
    * routing runs again. 'alone' when it already was; 'not-found' when grouping does not know it.
@@ -479,6 +489,29 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       // The first as it is now: not one the operator has taken out since (group-first.ts).
       const now = { ...stored, f: await firstNow(connection, keys, stored.g, stored.f) };
       return readFacts(connection, found.project, keys, now);
+    },
+
+    async whenRunning(key, project, routed) {
+      const keys = projectKeys(prefix, project);
+      const { first } = routed.group;
+      const [line, firstLine] = await readLines(connection, keys, [key, first.key]);
+      const stored = readStored(line, key);
+      if (!stored) return routed;
+      if (groupIdOf(project, stored.g) !== routed.group.id) {
+        // Taken out of its group since it was routed: as detached.
+        const now = { ...stored, f: await firstNow(connection, keys, stored.g, stored.f) };
+        return readFacts(connection, project, keys, now);
+      }
+      const [firstKey, recordId] = await firstNowGiven(
+        connection,
+        keys,
+        stored.g,
+        [first.key, first.recordId],
+        firstLine ?? null,
+      );
+      return firstKey === first.key
+        ? routed
+        : { ...routed, group: { ...routed.group, first: { key: firstKey, recordId } } };
     },
 
     async detach(key, project) {

@@ -76,13 +76,14 @@ export type RunsOptions = Pick<
    */
   readonly elsewhere: () => readonly RosterEntry[];
   /**
-   * With SIMILAR on: a delivery's grouping facts as its routing stored them, with its group's
-   * first as it is now (similar-groups.ts `asRouted`). A run started again (a retry, a run again)
-   * or in a later attempt reads them afresh: an operator may have taken the group's first out
-   * since the run was added. Undefined when grouping does not know the delivery (any more).
+   * With SIMILAR on: the facts a run sees when it starts, given those it was added with (its
+   * routing's): the same, with its group's first as it is now (similar-groups.ts `whenRunning`).
+   * Every attempt asks, the first too: an operator may have taken the group's first out while
+   * the run waited in its queue (a rate limit, a paused queue, a backlog) or since it last ran.
    */
-  readonly similarAsRouted:
-    ((deliveryKey: string, project: string) => Promise<SimilarFacts | undefined>) | undefined;
+  readonly similarWhenRunning:
+    | ((deliveryKey: string, project: string, routed: SimilarFacts) => Promise<SimilarFacts>)
+    | undefined;
 };
 
 export interface Runs {
@@ -178,14 +179,11 @@ export function createRuns(options: RunsOptions): Runs {
       return null;
     }
 
-    // A run's facts are its routing's; one that is not the first attempt of the run as it was
-    // added may have waited while an operator took its group's first out (group-first.ts).
-    const firstTry = lifeOf(job) === 0 && job.attemptsStarted <= 1;
+    const routed = job.data.similar;
     const similar =
-      job.data.similar && !firstTry && options.similarAsRouted
-        ? ((await options.similarAsRouted(delivery.key, projectOf(delivery.record))) ??
-          job.data.similar)
-        : job.data.similar;
+      routed && options.similarWhenRunning
+        ? await options.similarWhenRunning(delivery.key, projectOf(delivery.record), routed)
+        : routed;
 
     const bindings = {
       deliveryKey: delivery.key,

@@ -203,7 +203,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       .finally(() => (announced = undefined));
   }, everyMs);
   announcing.unref();
-  // A run started again reads its group's first as it is now (runs.ts).
+  // A run reads its group's first as it is now when it starts (runs.ts).
   const groups = options.similar
     ? createSimilarGroups({ connection, prefix, ttlSeconds: options.dedupeTtlSeconds, logger })
     : undefined;
@@ -214,7 +214,8 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     history,
     similar,
     elsewhere: () => elsewhere,
-    similarAsRouted: groups && ((key, project) => groups.asRouted(key, project)),
+    similarWhenRunning:
+      groups && ((key, project, routed) => groups.whenRunning(key, project, routed)),
   });
 
   const workerOptions = {

@@ -296,6 +296,49 @@ describe("a run started again after its group's first was taken out", () => {
   });
 });
 
+describe("a run held in its queue while its group's first is taken out", () => {
+  /**
+   * Reports 0 to count-1 routed, their triage runs held in the paused queue; report `taken` (the
+   * group's first unless told) taken out; the queue resumed. What the held runs PATCH.
+   */
+  async function heldWhileDetached(atLeast: number, count: number, taken = 0) {
+    const worker = await env.startWorker({
+      api: createApiClient({ baseUrl: api.url, token: API_TOKEN }),
+      handlers: [incidentTriage(atLeast)],
+      similar,
+      concurrency: 1,
+    });
+    const triageRuns = worker.runQueues.of(TRIAGE_HANDLER_NAME);
+    await triageRuns.pause();
+    for (let n = 0; n < count; n += 1) await env.deliver(checkoutReport(n));
+    await vi.waitFor(async () => expect(await triageRuns.getWaitingCount()).toBe(count), {
+      timeout: 10_000,
+      interval: 20,
+    });
+    expect(await consoleGroups().detach(`feedback.created:fb_pay_${taken}`)).toBe('detached');
+    await triageRuns.resume();
+    await env.completedRuns(count);
+    return patches();
+  }
+
+  it('PATCHes the first as it is now, not the record the operator took out', async () => {
+    expect(await heldWhileDetached(3, 3)).toEqual([
+      { method: 'PATCH', path: '/v1/feedback/fb_pay_1', body: { priority_id: 1 } },
+    ]);
+  });
+
+  it('PATCHes its own record when the group has no other member left: it is the first', async () => {
+    expect(await heldWhileDetached(2, 2)).toEqual([
+      { method: 'PATCH', path: '/v1/feedback/fb_pay_1', body: { priority_id: 1 } },
+    ]);
+  });
+
+  it('PATCHes nothing for the delivery that crossed, once it is taken out itself', async () => {
+    // Seen as the operator left it: a group of its own, nothing crossed.
+    expect(await heldWhileDetached(3, 3, 2)).toEqual([]);
+  });
+});
+
 describe("detaching a group's first delivery", () => {
   it('makes its earliest member left the first, for the API, later members and a rule', async () => {
     const seen = new Map<string, SimilarFacts | undefined>();
