@@ -293,7 +293,7 @@ export function createWebhookRouter(
       if (isQueueUnavailableError(error)) {
         logger.error(
           { error: describeError(error.cause) },
-          'delivery not stored: redis unavailable',
+          'delivery not acknowledged: redis unavailable (it may be stored all the same; the sender retries)',
         );
         counted('rejected', 'queue_unavailable');
         res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));

@@ -53,7 +53,9 @@ describe('while Redis is unavailable', () => {
       expect(response.headers['retry-after']).toBe('5');
       expect(response.body).toMatchObject({ code: 'QUEUE_UNAVAILABLE' });
       expect(receiver.logs).toContainEqual(
-        expect.objectContaining({ msg: 'delivery not stored: redis unavailable' }),
+        expect.objectContaining({
+          msg: 'delivery not acknowledged: redis unavailable (it may be stored all the same; the sender retries)',
+        }),
       );
       await admin.config('SET', 'min-replicas-to-write', '0');
       expect(await receiver.deliveries.queue.count()).toBe(0);
