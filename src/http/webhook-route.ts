@@ -169,8 +169,10 @@ export function createWebhookRouter(
     // Standard Webhooks, so a repeat is refused by name rather than read as a wrong signature.
     const repeated = scheme.headers.find((name) => (req.headersDistinct[name]?.length ?? 0) > 1);
     if (repeated !== undefined) {
+      // Standard Webhooks puts several signatures in its signature header (webhook- or svix-).
+      const list = scheme.name === 'standard-webhooks' && repeated.endsWith('-signature');
       const detail = `Send the ${repeated} header once${
-        scheme.name === 'standard-webhooks' ? ': several signatures go in it, space-separated' : ''
+        list ? ': several signatures go in it, space-separated' : ''
       }.`;
       return refusal('BAD_REQUEST', 'signature_repeated', detail, { repeated });
     }

@@ -384,6 +384,31 @@ describe('Standard Webhooks scheme', () => {
     expect(await receiver.deliveries.queue.count()).toBe(0);
   });
 
+  it.each(['webhook-id', 'webhook-timestamp'])(
+    'answers 400 naming %s when it is sent twice',
+    async (name) => {
+      const body = JSON.stringify(record);
+      const id = 'msg_repeated';
+      const headers: Record<string, string | string[]> = {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'webhook-id': id,
+        'webhook-timestamp': timestamp,
+        'webhook-signature': signStandardWebhook({ id, timestamp, body }, secret),
+      };
+      // The same value twice: still two headers, which Node would join into "a, a".
+      headers[name] = [headers[name] as string, headers[name] as string];
+      const response = await sendOnSocket({ headers, body: [body] });
+      expect(response.status).toBe(400);
+      expect(response.text).toContain('"code":"BAD_REQUEST"');
+      expect(response.text).toContain(`"detail":"Send the ${name} header once."`);
+      expect(receiver.logs).toContainEqual(
+        expect.objectContaining({ reason: 'signature_repeated', repeated: name }),
+      );
+      expect(await receiver.deliveries.queue.count()).toBe(0);
+    },
+  );
+
   it('answers 401 to a stale timestamp and logs it as stale', async () => {
     const body = JSON.stringify(record);
     const id = 'msg_old';
