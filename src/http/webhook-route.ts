@@ -1,8 +1,9 @@
 /**
  * POST /webhooks/feedback. The checks run in a fixed order, each with its own answer: content
- * type (415), size (413), signature headers present and sent once (400), signature valid (401); only then is
- * the body parsed, validated and stored, in one Redis round trip. Lean on purpose: this is the
- * hot path, and everything that can be prepared once is prepared when the router is built.
+ * type (415), size (413), signature headers present and sent once (400), signature valid (401);
+ * only then is the body parsed, validated and stored, in one Redis round trip. Lean on purpose:
+ * this is the hot path, and everything that can be prepared once is prepared when the router is
+ * built.
  */
 import express, { type Request, type Response, type Router } from 'express';
 import {
@@ -71,7 +72,8 @@ type Checked = Verified | { readonly ok: false; readonly answer: (res: Response)
  * itself, so mount it before any JSON body parser.
  *
  * @example
- * app.use(createWebhookRouter({ scheme, bodyLimitBytes, invalidPayload, deliveries, quarantine, logger }));
+ * const deps = { scheme, bodyLimitBytes, invalidPayload, deliveries, quarantine, logger };
+ * app.use(createWebhookRouter(deps));
  */
 export function createWebhookRouter(
   deps: WebhookRouteDeps,
