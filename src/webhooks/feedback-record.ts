@@ -77,7 +77,12 @@ export const FeedbackRecordSchema = z.looseObject({
 /** A feedback record as the service sends it and as `PATCH /v1/feedback/{id}` returns it. */
 export type FeedbackRecord = z.infer<typeof FeedbackRecordSchema>;
 
-/** The record's project, or '' when the record names none: what grouping keys a project by. */
+/**
+ * The record's project, or '' when the record names none: what grouping keys a project by. The
+ * spec makes `project_id` the owning project's identifier, the one its paths take
+ * (`/v1/projects/{projectId}/hooks`): an empty one identifies no project, as a missing or null
+ * one does, so the three are one "no project" (the spec gives no other meaning to any of them).
+ */
 export function projectOf(record: FeedbackRecord): string {
   return typeof record.project_id === 'string' ? record.project_id : '';
 }

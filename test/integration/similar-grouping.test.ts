@@ -255,6 +255,26 @@ describe('grouping similar feedback in routing', () => {
     expect(await groups.detach(a.key, PROJECT)).toBe('alone');
   });
 
+  it('takes no project_id, null and an empty one as one project: none', async () => {
+    const grouping = directGrouping();
+    const { project_id: _, ...noProject } = checkoutReport(0);
+    const report = (id: string, project: Pick<FeedbackRecord, 'project_id'>): Delivery => ({
+      key: keyOfRecord(id),
+      event: 'feedback.created',
+      receivedAt: new Date().toISOString(),
+      record: { ...noProject, id, ...project },
+    });
+    const first = await grouping.group(report('fb_none', {}));
+    const joined = [
+      await grouping.group(report('fb_null', { project_id: null })),
+      await grouping.group(report('fb_empty', { project_id: '' })),
+    ];
+    expect(joined.map(({ group }) => group)).toEqual([
+      { ...first.group, size: 2 },
+      { ...first.group, size: 3 },
+    ]);
+  });
+
   it('groups a delivery after a detach by the groups as they are now, on every worker', async () => {
     const [one, two] = [directGrouping(), directGrouping()];
     const groups = consoleGroups();
