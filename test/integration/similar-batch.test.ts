@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSimilarGrouping, MOST_PER_BATCH } from '../../src/grouping/similar-grouping.js';
+import { MOST_PER_BATCH } from '../../src/grouping/similar-grouping.js';
 import { groupMembersKey, projectKeys } from '../../src/grouping/similar-keys.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
-import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import { SimilarGrouper } from '../../src/similar/similar-grouper.js';
 import { MOST_POSTINGS_PER_TERM } from '../../src/similar/similarity-index.js';
 import { keyOfRecord } from '../../src/webhooks/delivery.js';
@@ -13,19 +12,12 @@ import type { SimilarFacts } from '../../src/similar/similar-facts.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { longReport } from '../helpers/long-report.js';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { testGrouping } from '../helpers/test-grouping.js';
 
 // A private server: its command counts are this test's alone.
 /** Grouping on the test's Redis, as a worker has it, keeping `keep` deliveries per project. */
 function groupingKeeping(keep: number) {
-  return createSimilarGrouping({
-    connection,
-    prefix: 'fr',
-    threshold: DEFAULT_SIMILAR_THRESHOLD,
-    keep,
-    ttlSeconds: 3600,
-    windows: [],
-    logger: createLogger({ level: 'silent' }),
-  });
+  return testGrouping({ connection, prefix: 'fr', keep });
 }
 
 let server: RedisServer;

@@ -4,7 +4,6 @@
  * out), and the groups list does work in proportion to its limit, not to the groups there are.
  */
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
 import {
   createSimilarGroups,
   GROUPS_WEIGHED_PER_LISTED,
@@ -13,11 +12,11 @@ import {
 import { groupMembersKey, projectKeys, projectsKey } from '../../src/grouping/similar-keys.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
-import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import { keyOfRecord } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+import { testGrouping } from '../helpers/test-grouping.js';
 
 const TTL_SECONDS = 3600;
 
@@ -38,14 +37,10 @@ afterEach(async () => {
 
 /** Grouping as a worker does it; `now` moves its clock. */
 function grouping(now: () => number = Date.now) {
-  return createSimilarGrouping({
+  return testGrouping({
     connection: connection(),
     prefix: env.prefix,
-    threshold: DEFAULT_SIMILAR_THRESHOLD,
-    keep: 100_000,
     ttlSeconds: TTL_SECONDS,
-    windows: [],
-    logger: createLogger({ level: 'silent' }),
     now,
   });
 }

@@ -6,15 +6,14 @@
  * list, an operator's detach writes neither, and dropping it (SIMILAR_KEEP) leaves nothing.
  */
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
-import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
 import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
 import { groupMembersKey, projectKeys, readGroupId } from '../../src/grouping/similar-keys.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
-import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import { keyOfRecord, type Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+import { testGrouping } from '../helpers/test-grouping.js';
 
 const PROJECT = 'prj_shop';
 const HOUR_MS = 60 * 60 * 1000;
@@ -33,14 +32,12 @@ afterEach(async () => {
 });
 
 function grouping(keep = 100_000) {
-  return createSimilarGrouping({
+  return testGrouping({
     connection,
     prefix: env.prefix,
-    threshold: DEFAULT_SIMILAR_THRESHOLD,
     keep,
     ttlSeconds: 24 * 3600,
     windows: [{ atLeast: 1, withinMs: HOUR_MS * 2 }],
-    logger: createLogger({ level: 'silent' }),
   });
 }
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
+import type { SimilarGroupingOptions } from '../../src/grouping/similar-grouping.js';
 import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
 import {
   groupIdOf,
@@ -19,6 +19,7 @@ import type { Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { defineHandler, type HandlerContext } from '../../src/worker/handler.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+import { testGrouping } from '../helpers/test-grouping.js';
 
 let env: TestWorkerEnv;
 /** Connections of the test's own (as a worker's), closed after it. */
@@ -70,17 +71,8 @@ function keysOf() {
 }
 
 /** Grouping as a worker does it, on a connection of the test's own; `options` change the defaults. */
-function directGrouping(options: Partial<Parameters<typeof createSimilarGrouping>[0]> = {}) {
-  return createSimilarGrouping({
-    connection: workerConnection(),
-    prefix: env.prefix,
-    threshold: DEFAULT_SIMILAR_THRESHOLD,
-    keep: 100_000,
-    ttlSeconds: 3600,
-    windows: [],
-    logger: createLogger({ level: 'silent' }),
-    ...options,
-  });
+function directGrouping(options: Partial<SimilarGroupingOptions> = {}) {
+  return testGrouping({ connection: workerConnection(), prefix: env.prefix, ...options });
 }
 
 /** What the console reads and detaches, on the test's connection. */

@@ -6,12 +6,10 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { groupLines, groupsFooter } from '../../src/cli/groups.js';
-import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
 import { createSimilarGroups, MOST_LISTED_GROUPS } from '../../src/grouping/similar-groups.js';
-import { createLogger } from '../../src/logger.js';
-import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import { keyOfRecord, type Delivery } from '../../src/webhooks/delivery.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+import { testGrouping } from '../helpers/test-grouping.js';
 
 let env: TestWorkerEnv;
 beforeEach(async () => {
@@ -40,15 +38,7 @@ function report(n: number, copy: number): Delivery {
 
 describe('the largest groups', () => {
   it('are listed first, also a slow one behind more fast ones than the console lists', async () => {
-    const grouping = createSimilarGrouping({
-      connection: env.connection,
-      prefix: env.prefix,
-      threshold: DEFAULT_SIMILAR_THRESHOLD,
-      keep: 100_000,
-      ttlSeconds: 3600,
-      windows: [],
-      logger: createLogger({ level: 'silent' }),
-    });
+    const grouping = testGrouping({ connection: env.connection, prefix: env.prefix });
     // The large group: five reports before the span, one in it.
     for (let copy = 0; copy < 5; copy += 1) await grouping.group(report(0, copy));
     const before = Date.now();

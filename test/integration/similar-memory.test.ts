@@ -6,13 +6,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
-import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
 import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
-import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import { keyOfRecord, type Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+import { testGrouping } from '../helpers/test-grouping.js';
 
 const DATA = '/work/shared/data/similar';
 const DELIVERIES = 2_000;
@@ -78,14 +77,11 @@ async function bytesOfGrouping(): Promise<{ total: number; byKind: Record<string
 }
 
 it(`keeps grouping within ${MOST_BYTES_PER_DELIVERY} bytes of Redis per delivery over ${DELIVERIES} real reports`, async () => {
-  const grouping = createSimilarGrouping({
+  const grouping = testGrouping({
     connection,
     prefix: env.prefix,
-    threshold: DEFAULT_SIMILAR_THRESHOLD,
-    keep: 100_000,
     ttlSeconds: 7 * 24 * 3600,
     windows: [{ atLeast: 5, withinMs: 3_600_000 }],
-    logger: createLogger({ level: 'silent' }),
   });
   for (const record of reports(DELIVERIES)) {
     const delivery: Delivery = {

@@ -10,7 +10,6 @@
  * group's first once the operator takes the first out.
  */
 import { afterEach, beforeEach, expect, inject, it } from 'vitest';
-import { createSimilarGrouping } from '../../src/grouping/similar-grouping.js';
 import { createSimilarGroups } from '../../src/grouping/similar-groups.js';
 import { groupIdOf, groupMembersKey, projectKeys } from '../../src/grouping/similar-keys.js';
 import { encodeEntry, encodeGroup } from '../../src/grouping/stored-grouping.js';
@@ -18,11 +17,11 @@ import { createLogger } from '../../src/logger.js';
 import { createWorkerConnection, type RedisConnection } from '../../src/queue/redis.js';
 import { COUNT_STEP, type CompactDocument } from '../../src/similar/compact-document.js';
 import { documentTerms } from '../../src/similar/document-terms.js';
-import { DEFAULT_SIMILAR_THRESHOLD } from '../../src/similar/grouping.js';
 import { bestRiceParameter, BitWriter } from '../../src/similar/rice-code.js';
 import { keyOfRecord, type Delivery } from '../../src/webhooks/delivery.js';
 import type { FeedbackRecord } from '../../src/webhooks/feedback-record.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
+import { testGrouping } from '../helpers/test-grouping.js';
 
 const PROJECT = 'prj_shop';
 const HOUR_MS = 60 * 60 * 1000;
@@ -39,15 +38,7 @@ afterEach(async () => {
 });
 
 function grouping() {
-  return createSimilarGrouping({
-    connection,
-    prefix: env.prefix,
-    threshold: DEFAULT_SIMILAR_THRESHOLD,
-    keep: 100_000,
-    ttlSeconds: 24 * 3600,
-    windows: [],
-    logger: createLogger({ level: 'silent' }),
-  });
+  return testGrouping({ connection, prefix: env.prefix, ttlSeconds: 24 * 3600 });
 }
 
 function checkout(n: number): FeedbackRecord {
