@@ -27,16 +27,20 @@ const STOP_WORDS = new Set(
 /** A description's first characters hold the words a search needs; the rest is not read. */
 const LONGEST_TEXT = 20_000;
 
-export function wordsOf(text: string): string[] {
+/** The words of `text`, each once, in the order they first come; at most `most` of them. */
+export function wordsOf(text: string, most = Infinity): string[] {
   const words = new Set<string>();
   const head = text.slice(0, LONGEST_TEXT);
   // Most feedback is plain ASCII, which NFKC leaves as it is: read by character codes, faster.
   if (!NOT_PRINTABLE_ASCII.test(head)) {
-    asciiWords(head.toLowerCase(), words);
+    asciiWords(head.toLowerCase(), words, most);
     return [...words];
   }
   for (const word of head.normalize('NFKC').toLowerCase().split(NOT_A_WORD)) {
-    if (word.length >= 2 && word.length <= LONGEST_WORD && !STOP_WORDS.has(word)) words.add(word);
+    if (word.length >= 2 && word.length <= LONGEST_WORD && !STOP_WORDS.has(word)) {
+      words.add(word);
+      if (words.size >= most) break;
+    }
   }
   return [...words];
 }
@@ -46,7 +50,7 @@ export function wordsOf(text: string): string[] {
  * making the strings between them: the worker reads every delivery's record (~40 µs a 3 KB
  * record by split, what-we-tried.md).
  */
-function asciiWords(text: string, words: Set<string>): void {
+function asciiWords(text: string, words: Set<string>, most: number): void {
   let start = -1;
   for (let at = 0; at <= text.length; at += 1) {
     const code = at < text.length ? text.charCodeAt(at) : 0;
@@ -58,7 +62,10 @@ function asciiWords(text: string, words: Set<string>): void {
     const length = at - start;
     if (length >= 2 && length <= LONGEST_WORD) {
       const word = text.slice(start, at);
-      if (!STOP_WORDS.has(word)) words.add(word);
+      if (!STOP_WORDS.has(word)) {
+        words.add(word);
+        if (words.size >= most) return;
+      }
     }
     start = -1;
   }
@@ -69,5 +76,5 @@ export function recordWords(record: FeedbackRecord): string[] {
   const text = [record.title, record.description, record.reporter?.email]
     .filter((part): part is string => typeof part === 'string')
     .join(' ');
-  return wordsOf(text).slice(0, MOST_WORDS);
+  return wordsOf(text, MOST_WORDS);
 }

