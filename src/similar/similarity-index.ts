@@ -45,6 +45,12 @@ export const SHORTLIST = 200;
 /** Growth (as a share of the size) after which every document's vector length is computed again. */
 const NORM_REFRESH_GROWTH = 0.1;
 
+/** A query's bounds (MOST_POSTINGS_PER_TERM and SHORTLIST by default): benches measure others. */
+export interface QueryBounds {
+  readonly postingsPerTerm?: number;
+  readonly shortlist?: number;
+}
+
 /** Which documents a query looks at: ordinals from `from` (default 0) to before `before` (default all). */
 export interface OrdinalRange {
   readonly from?: number;
@@ -79,6 +85,13 @@ export class SimilarityIndex {
   /** The terms first added since. */
   private newTerms: Postings[] = [];
   private work: QueryWork = { postings: 0, lookups: 0 };
+  private readonly postingsPerTerm: number;
+  private readonly shortlistSize: number;
+
+  constructor(bounds: QueryBounds = {}) {
+    this.postingsPerTerm = bounds.postingsPerTerm ?? MOST_POSTINGS_PER_TERM;
+    this.shortlistSize = bounds.shortlist ?? SHORTLIST;
+  }
 
   /** What the last query did (tests check its bound). */
   get lastQueryWork(): QueryWork {
@@ -202,7 +215,7 @@ export class SimilarityIndex {
       const { docs, counts } = list;
       const end = before >= this.size ? list.length : firstAtLeast(docs, list.length, before);
       const first = from === 0 ? 0 : firstAtLeast(docs, end, from);
-      const start = Math.max(first, end - MOST_POSTINGS_PER_TERM);
+      const start = Math.max(first, end - this.postingsPerTerm);
       if (start >= end) continue;
       if (start > first) {
         partialHashes[partial] = hash;
@@ -226,7 +239,7 @@ export class SimilarityIndex {
     // Every term read whole: the scores are complete. Otherwise only the documents best on what
     // was read are completed: completing every document found would cost a lookup per document
     // and term read in part.
-    const shortlist = new TopMatches(partial === 0 ? limit : Math.max(limit, SHORTLIST));
+    const shortlist = new TopMatches(partial === 0 ? limit : Math.max(limit, this.shortlistSize));
     for (const d of touched) {
       shortlist.offer(d, cosine(d, scores[d] as number));
     }
@@ -237,15 +250,16 @@ export class SimilarityIndex {
         let dot = scores[d] as number;
         const candidate = this.documents[d]!;
         const { hashes } = candidate;
-        // Both in ascending hash order: each term is searched for after the one before it.
+        // Both in ascending hash order: one walk through the document's terms finds them all.
         let at = 0;
+        const held = hashes.length;
         for (let t = 0; t < partial; t += 1) {
           // A document at or after the term's oldest posting read was counted with it already.
           if (d >= (partialOldest[t] as number)) continue;
           lookups += 1;
           const hash = partialHashes[t] as number;
-          at = firstHashAtLeast(hashes, at, hash);
-          if (at < hashes.length && hashes[at] === hash) {
+          while (at < held && (hashes[at] as number) < hash) at += 1;
+          if (at < held && hashes[at] === hash) {
             dot +=
               (partialWeights[t] as number) *
               (TERM_WEIGHT[candidate.counts[at] as number] as number);
@@ -352,17 +366,6 @@ function mergeByHash(a: readonly Postings[], b: readonly Postings[]): Postings[]
   while (i < a.length) merged.push(a[i++]!);
   while (j < b.length) merged.push(b[j++]!);
   return merged;
-}
-
-/** The first position from `low` in ascending `hashes` whose hash is at least `hash`. */
-function firstHashAtLeast(hashes: Uint32Array, low: number, hash: number): number {
-  let high = hashes.length;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if ((hashes[middle] as number) < hash) low = middle + 1;
-    else high = middle;
-  }
-  return low;
 }
 
 /** The first position in ascending `docs[0 .. length)` whose value is at least `value`. */
