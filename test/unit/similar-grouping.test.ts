@@ -153,7 +153,7 @@ describe('SimilarGrouper', () => {
 describe('SimilarityIndex', () => {
   /** A report of fewer than 80 terms: every copy keeps them all, so copies are identical. */
   const alike = { title: 'Pay button stays grey', description: 'Nothing happens on checkout' };
-  const copies = 4 * MOST_POSTINGS_PER_TERM + 200;
+  const copies = 4 * MOST_POSTINGS_PER_TERM + 600;
 
   it('bounds the work of a query however many documents share its terms', () => {
     const grouper = new SimilarGrouper();
