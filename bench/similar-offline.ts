@@ -8,6 +8,12 @@
  *   npm run build && tsc -p bench && node dist-bench/bench/similar-offline.js [--data file]...
  *     [--threshold 0.425] [--second-weight 0.5] [--background-weight 0.5] [--sweep] [--max-terms 80] [--title-weight 2] [--pair-weight 0.5]
  *     [--piece-weight 0.25] [--url-weight 2] [--prefix 4] [--no-timing]
+ *     [--prefill 10000] [--postings 256] [--shortlist 200]
+ *
+ * `--prefill N` adds N synthetic reports (the timing's, below: the files' words drawn by a seeded
+ * Zipf, each a group of its own) before each file, so the file's terms are as common as in a
+ * project of N deliveries and the query's bounds (`--postings`, `--shortlist`: see
+ * QueryBounds) cut in; the figures are the file's reports' alone.
  *
  * Timing runs must hold the bench lock: `flock -x /work/bench.lock node dist-bench/...`.
  */
@@ -15,17 +21,12 @@ import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import {
-  compactDocument,
   decodeCompactDocument,
   encodeCompactDocument,
   MAX_TERMS,
   type CompactDocument,
 } from '../src/similar/compact-document.js';
-import {
-  DEFAULT_TERM_OPTIONS,
-  documentTerms,
-  type TermOptions,
-} from '../src/similar/document-terms.js';
+import { DEFAULT_TERM_OPTIONS, type TermOptions } from '../src/similar/document-terms.js';
 import type { SimilarRecord } from '../src/similar/considered-text.js';
 import {
   BACKGROUND_WEIGHT,
@@ -33,7 +34,7 @@ import {
   SECOND_MEMBER_WEIGHT,
 } from '../src/similar/grouping.js';
 import { SimilarGrouper } from '../src/similar/similar-grouper.js';
-import { choiceRarity } from '../src/similar/choice-rarity.js';
+import type { QueryBounds } from '../src/similar/similarity-index.js';
 import { readSimilarData, SIMILAR_DATA, type SimilarDataLine } from './similar-data.js';
 import { percentile } from './stats.js';
 
@@ -51,6 +52,9 @@ const { values } = parseArgs({
     'url-weight': { type: 'string' },
     prefix: { type: 'string' },
     'no-timing': { type: 'boolean', default: false },
+    prefill: { type: 'string' },
+    postings: { type: 'string' },
+    shortlist: { type: 'string' },
   },
 });
 
@@ -68,6 +72,11 @@ const threshold = number(values.threshold, DEFAULT_SIMILAR_THRESHOLD);
 const secondMemberWeight = number(values['second-weight'], SECOND_MEMBER_WEIGHT);
 const backgroundWeight = number(values['background-weight'], BACKGROUND_WEIGHT);
 const maxTerms = number(values['max-terms'], MAX_TERMS);
+const prefill = number(values.prefill, 0);
+const bounds: QueryBounds = {
+  ...(values.postings === undefined ? {} : { postingsPerTerm: number(values.postings, 0) }),
+  ...(values.shortlist === undefined ? {} : { shortlist: number(values.shortlist, 0) }),
+};
 const terms: TermOptions = {
   titleWeight: number(values['title-weight'], DEFAULT_TERM_OPTIONS.titleWeight),
   pairWeight: number(values['pair-weight'], DEFAULT_TERM_OPTIONS.pairWeight),
@@ -98,7 +107,10 @@ function replay(rows: Row[], atThreshold: number): Replay {
     backgroundWeight,
     maxTerms,
     terms,
+    bounds,
   });
+  const synthetic = syntheticReports(vocabulary);
+  for (let i = 0; i < prefill; i += 1) grouper.addAlone(`prefill-${i}`, synthetic());
   const trueGroupOf = new Map<string, string>();
   const seenGroups = new Set<string>();
   const hits = { 1: 0, 5: 0, 10: 0 };
@@ -117,7 +129,8 @@ function replay(rows: Row[], atThreshold: number): Replay {
       withEarlier += 1;
       const ranked: string[] = [];
       for (const match of outcome.matches) {
-        const matchGroup = trueGroupOf.get(match.id)!;
+        // A synthetic report is a group of its own.
+        const matchGroup = trueGroupOf.get(match.id) ?? match.id;
         if (!ranked.includes(matchGroup)) ranked.push(matchGroup);
       }
       const at = ranked.indexOf(group);
@@ -184,10 +197,12 @@ function bCubed(truth: string[], formed: string[]): { precision: number; recall:
 }
 
 const fixed = (value: number, digits = 3) => value.toFixed(digits);
+const vocabulary = rowsForTiming();
 
 console.log(
   `options: threshold ${threshold}, second member weight ${secondMemberWeight}, background weight ${backgroundWeight}, max terms ${maxTerms}, title weight ${terms.titleWeight}, ` +
-    `pair weight ${terms.pairWeight}, piece weight ${terms.pieceWeight}, url weight ${terms.urlWeight}, prefix ${terms.prefixLength}`,
+    `pair weight ${terms.pairWeight}, piece weight ${terms.pieceWeight}, url weight ${terms.urlWeight}, prefix ${terms.prefixLength}` +
+    `, prefill ${prefill}, bounds ${JSON.stringify(bounds)}`,
 );
 for (const file of values.data ?? SIMILAR_DATA) {
   const rows = readSimilarData(file);
@@ -218,7 +233,7 @@ for (const file of values.data ?? SIMILAR_DATA) {
 }
 
 if (!values['no-timing']) {
-  const timing = measureTiming(rowsForTiming());
+  const timing = measureTiming(vocabulary);
   console.log('\n## time per record (terms, query, grouping), synthetic reports');
   for (const { kept, p50, p95, max, cpuP50, cpuP95 } of timing) {
     console.log(
@@ -244,9 +259,8 @@ function rowsForTiming(): SimilarRecord[] {
     .map(([word]) => ({ title: word }));
 }
 
-function measureTiming(
-  vocabulary: SimilarRecord[],
-): { kept: number; p50: number; p95: number; max: number; cpuP50: number; cpuP95: number }[] {
+/** Synthetic reports of 8 + 80 words and a URL of 2, drawn from `vocabulary` by a seeded Zipf. */
+function syntheticReports(vocabulary: SimilarRecord[]): () => SimilarRecord {
   const vocab = vocabulary.map((v) => v.title as string);
   let seed = 1;
   const random = () => {
@@ -271,17 +285,24 @@ function measureTiming(
     }
     return vocab[low]!;
   };
-  const report = (): SimilarRecord => ({
+  return () => ({
     title: Array.from({ length: 8 }, zipfWord).join(' '),
     description: Array.from({ length: 80 }, zipfWord).join(' '),
     url: `https://example.com/${zipfWord()}/${zipfWord()}`,
   });
+}
+
+function measureTiming(
+  vocabulary: SimilarRecord[],
+): { kept: number; p50: number; p95: number; max: number; cpuP50: number; cpuP95: number }[] {
+  const report = syntheticReports(vocabulary);
   const grouper = new SimilarGrouper({
     threshold,
     secondMemberWeight,
     backgroundWeight,
     maxTerms,
     terms,
+    bounds,
   });
   const results: {
     kept: number;
@@ -293,14 +314,7 @@ function measureTiming(
   }[] = [];
   let id = 0;
   for (const kept of [10_000, 100_000]) {
-    while (grouper.index.size < kept) {
-      const document = compactDocument(
-        documentTerms(report(), terms),
-        (hash) => choiceRarity(grouper.index.size, grouper.index.documentFrequency(hash)),
-        maxTerms,
-      );
-      grouper.index.add(`fill-${id++}`, document);
-    }
+    while (grouper.index.size < kept) grouper.addAlone(`fill-${id++}`, report());
     const samples: number[] = [];
     const cpu: number[] = [];
     for (let i = 0; i < 500; i += 1) {

@@ -28,13 +28,14 @@
 import type { Logger } from '../logger.js';
 import type { RedisConnection } from '../queue/redis.js';
 import {
-  compactDocument,
+  compactTerms,
   decodeCompactDocument,
+  MAX_TERMS,
   encodeCompactDocument,
   type CompactDocument,
 } from '../similar/compact-document.js';
-import { choiceRarity } from '../similar/choice-rarity.js';
-import { documentTerms } from '../similar/document-terms.js';
+import { choiceRarity, choiceRarityRange } from '../similar/choice-rarity.js';
+import { DEFAULT_TERM_OPTIONS, recordTerms } from '../similar/document-terms.js';
 import { chooseGroup } from '../similar/grouping.js';
 import type { SimilarFacts, SimilarWindow } from '../similar/similar-facts.js';
 import { distinctWindows } from '../similar/similar-window.js';
@@ -313,7 +314,8 @@ export function createSimilarGrouping(options: SimilarGroupingOptions): SimilarG
     const state = boundedIndexOf(project);
     const rarity = batchRarity(state.index);
     const documents = deliveries.map(({ record }) => {
-      const document = compactDocument(documentTerms(record), rarity.of);
+      const terms = recordTerms(record, DEFAULT_TERM_OPTIONS, true);
+      const document = compactTerms(terms, rarity.of, MAX_TERMS, rarity.range());
       rarity.add(document);
       return document;
     });
@@ -501,6 +503,7 @@ function batchRarity(index: SimilarityIndex) {
   return {
     of: (hash: number) =>
       choiceRarity(index.size + documents, index.documentFrequency(hash) + (added.get(hash) ?? 0)),
+    range: () => choiceRarityRange(index.size + documents),
     add(document: CompactDocument) {
       documents += 1;
       for (const hash of document.hashes) added.set(hash, (added.get(hash) ?? 0) + 1);

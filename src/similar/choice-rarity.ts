@@ -11,6 +11,7 @@
  * until every term of the report is at the cap, and from then on every copy keeps the same terms.
  * The index still scores matches with the plain rarity.
  */
+import type { RarityRange } from './compact-document.js';
 import { rarityOf } from './similarity-index.js';
 
 /**
@@ -36,4 +37,9 @@ export function choiceRarity(documents: number, holding: number): number {
   }
   // A rarity is at least 1: 0 is one not computed yet.
   return (remembered.rarities[capped] ||= rarityOf(documents, capped));
+}
+
+/** The least and the most choiceRarity gives among `documents`: at COMMON_HOLDERS and at none. */
+export function choiceRarityRange(documents: number): RarityRange {
+  return { least: choiceRarity(documents, COMMON_HOLDERS), most: choiceRarity(documents, 0) };
 }

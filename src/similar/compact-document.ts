@@ -14,6 +14,10 @@
  */
 import type { TermCounts } from './document-terms.js';
 import { BitReader, BitWriter, bestRiceParameter } from './rice-code.js';
+import { foldHash, KEPT_HASH_BITS, narrowHash } from './term-hash.js';
+import { TermTable } from './term-table.js';
+
+export { foldHash } from './term-hash.js';
 
 /** Terms kept per record. */
 export const MAX_TERMS = 80;
@@ -33,13 +37,19 @@ const FIXED_WIDTH_VERSION = 2;
 const HASH_BYTES = 3;
 
 /** Bits of a term hash (foldHash). */
-const HASH_BITS = 22;
+const HASH_BITS = KEPT_HASH_BITS;
 
 /** Bits of a term hash in versions 2 and 3. */
 const WIDE_HASH_BITS = 24;
 
 /** Largest Rice parameter of the counts (3 bits of the parameters' byte). */
 const MOST_COUNT_K = 7;
+
+/** The least and the most a rarity function gives (compactTerms reads no rarity it need not). */
+export interface RarityRange {
+  readonly least: number;
+  readonly most: number;
+}
 
 export interface CompactDocument {
   /** Term hashes, ascending. */
@@ -58,37 +68,62 @@ export function compactDocument(
   rarity: (hash: number) => number,
   maxTerms = MAX_TERMS,
 ): CompactDocument {
-  const folded = new Map<number, number>();
-  for (const [hash, count] of terms) {
-    const short = foldHash(hash);
-    folded.set(short, (folded.get(short) ?? 0) + count);
-  }
-  // In typed arrays, no object per term: a long report has hundreds of distinct terms.
-  const hashes = new Uint32Array(folded.size);
-  const counts = new Float64Array(folded.size);
-  let n = 0;
-  for (const [hash, count] of folded) {
-    hashes[n] = hash;
-    counts[n] = count;
-    n += 1;
-  }
+  const folded = new TermTable();
+  for (const [hash, count] of terms) folded.add(foldHash(hash), count);
+  return compactTerms(folded, rarity, maxTerms);
+}
+
+/**
+ * compactDocument of terms whose hashes are folded already (recordTerms with `fold`), as grouping
+ * makes them: no Map of the 32-bit terms in between.
+ */
+export function compactTerms(
+  folded: TermTable,
+  rarity: (hash: number) => number,
+  maxTerms = MAX_TERMS,
+  range?: RarityRange,
+): CompactDocument {
+  const hashes = folded.hashes();
+  const counts = folded.counts();
+  const n = hashes.length;
   let kept: ArrayLike<number> = { length: n };
   if (n > maxTerms) {
-    // Rarity is read only when there is a choice to make.
+    // Rarity is read only when there is a choice to make, and only for a term that may be kept:
+    // one whose count at the most rarity is below what maxTerms terms reach at the least cannot
+    // be (most of a long report's terms are word pieces of a quarter), so its value stays 0,
+    // below any term's. The same terms are kept.
+    let floor = 0;
+    if (range !== undefined) {
+      const most = mostTelling(counts, hashes, maxTerms);
+      let least = Infinity;
+      for (const at of most) least = Math.min(least, counts[at]!);
+      floor = least * range.least;
+    }
     const values = new Float64Array(n);
-    for (let i = 0; i < n; i += 1) values[i] = counts[i]! * rarity(hashes[i]!);
+    for (let i = 0; i < n; i += 1) {
+      const count = counts[i]!;
+      if (range === undefined || count * range.most >= floor) {
+        values[i] = count * rarity(hashes[i]!);
+      }
+    }
     kept = mostTelling(values, hashes, maxTerms);
   }
   // Each kept term's hash and quantised count in one number (HASH_BITS + 8 bits): sorted as
-  // numbers, they come in ascending hash order with their counts.
-  const packed = Float64Array.from({ length: kept.length }, (_, i) => {
+  // numbers, they come in ascending hash order with their counts. Plain loops: a typed array's
+  // from() with a function cost as much as the choice itself.
+  const packed = new Float64Array(kept.length);
+  for (let i = 0; i < kept.length; i += 1) {
     const at = n > maxTerms ? kept[i]! : i;
-    return hashes[at]! * 256 + quantise(counts[at]!);
-  }).sort();
-  return {
-    hashes: Uint32Array.from(packed, (term) => Math.floor(term / 256)),
-    counts: Uint8Array.from(packed, (term) => term % 256),
-  };
+    packed[i] = hashes[at]! * 256 + quantise(counts[at]!);
+  }
+  packed.sort();
+  const keptHashes = new Uint32Array(packed.length);
+  const keptCounts = new Uint8Array(packed.length);
+  for (let i = 0; i < packed.length; i += 1) {
+    keptHashes[i] = Math.floor(packed[i]! / 256);
+    keptCounts[i] = packed[i]! % 256;
+  }
+  return { hashes: keptHashes, counts: keptCounts };
 }
 
 /**
@@ -126,19 +161,6 @@ function mostTelling(values: Float64Array, hashes: Uint32Array, most: number): I
     heap[at] = term;
   }
   return heap;
-}
-
-/**
- * A term's 32-bit hash in 22 bits: its top byte folded into the others (the 24 bits versions 2 and
- * 3 kept), then their top 2 bits into the rest, so a hash those versions stored folds the same.
- */
-export function foldHash(hash: number): number {
-  return narrowHash(((hash >>> 24) ^ hash) & 0xffffff);
-}
-
-/** A 24-bit hash of versions 2 and 3 in HASH_BITS. */
-function narrowHash(wide: number): number {
-  return (wide ^ (wide >>> HASH_BITS)) & ((1 << HASH_BITS) - 1);
 }
 
 /** A document of 24-bit hashes with its hashes folded to HASH_BITS, terms that meet as one. */

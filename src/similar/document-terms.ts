@@ -9,7 +9,8 @@
  * A title states the problem in few words, so its terms count more than the description's.
  */
 import { consideredText, type SimilarRecord } from './considered-text.js';
-import { hashOnward, TERM_HASH_START } from './term-hash.js';
+import { foldHash, hashOnward, TERM_HASH_START } from './term-hash.js';
+import { TermTable } from './term-table.js';
 import { tokenize } from './tokenize.js';
 import { urlWords } from './url-words.js';
 
@@ -51,19 +52,42 @@ export function documentTerms(
   record: SimilarRecord,
   options: TermOptions = DEFAULT_TERM_OPTIONS,
 ): TermCounts {
+  const table = recordTerms(record, options);
+  const counts = table.counts();
+  const terms: TermCounts = new Map();
+  table.hashes().forEach((hash, i) => terms.set(hash, counts[i]!));
+  return terms;
+}
+
+/**
+ * documentTerms in a TermTable; with `fold`, each hash folded as a compact document keeps it
+ * (foldHash: terms whose folded hashes meet count as one), as grouping reads them.
+ */
+export function recordTerms(
+  record: SimilarRecord,
+  options: TermOptions = DEFAULT_TERM_OPTIONS,
+  fold = false,
+): TermTable {
   const text = consideredText(record);
-  const counts: TermCounts = new Map();
-  addWords(counts, tokenize(text.title), options.titleWeight, options);
-  addWords(counts, tokenize(text.description), 1, options);
-  addWords(counts, urlWords(text.url), options.urlWeight, {
+  const table = new TermTable();
+  const sink = { table, fold };
+  addWords(sink, tokenize(text.title), options.titleWeight, options);
+  addWords(sink, tokenize(text.description), 1, options);
+  addWords(sink, urlWords(text.url), options.urlWeight, {
     ...options,
     pairWeight: 0,
     pieceWeight: 0,
   });
-  return counts;
+  return table;
 }
 
-function addWords(counts: TermCounts, words: string[], weight: number, options: TermOptions): void {
+/** Where addWords counts terms, and whether it folds their hashes first. */
+interface Sink {
+  readonly table: TermTable;
+  readonly fold: boolean;
+}
+
+function addWords(counts: Sink, words: string[], weight: number, options: TermOptions): void {
   if (weight <= 0) return;
   const pairWeight = weight * options.pairWeight;
   const pieceWeight = weight * options.pieceWeight;
@@ -119,6 +143,6 @@ function hasSurrogates(text: string): boolean {
   return false;
 }
 
-function add(counts: TermCounts, hash: number, weight: number): void {
-  counts.set(hash, (counts.get(hash) ?? 0) + weight);
+function add(counts: Sink, hash: number, weight: number): void {
+  counts.table.add(counts.fold ? foldHash(hash) : hash, weight);
 }

@@ -3,9 +3,9 @@
  * ones, then joins a group. The pure core that the worker's Redis-backed grouping stores and the
  * offline evaluation replays.
  */
-import { choiceRarity } from './choice-rarity.js';
-import { compactDocument, type CompactDocument, MAX_TERMS } from './compact-document.js';
-import { DEFAULT_TERM_OPTIONS, documentTerms, type TermOptions } from './document-terms.js';
+import { choiceRarity, choiceRarityRange } from './choice-rarity.js';
+import { compactTerms, type CompactDocument, MAX_TERMS } from './compact-document.js';
+import { DEFAULT_TERM_OPTIONS, recordTerms, type TermOptions } from './document-terms.js';
 import type { SimilarRecord } from './considered-text.js';
 import {
   BACKGROUND_WEIGHT,
@@ -13,7 +13,12 @@ import {
   DEFAULT_SIMILAR_THRESHOLD,
   SECOND_MEMBER_WEIGHT,
 } from './grouping.js';
-import { DEFAULT_MATCH_LIMIT, type SimilarMatch, SimilarityIndex } from './similarity-index.js';
+import {
+  DEFAULT_MATCH_LIMIT,
+  type QueryBounds,
+  type SimilarMatch,
+  SimilarityIndex,
+} from './similarity-index.js';
 
 export interface SimilarGrouperOptions {
   /** Confidence (see chooseGroup) from which a record joins a group. Default DEFAULT_SIMILAR_THRESHOLD. */
@@ -25,6 +30,8 @@ export interface SimilarGrouperOptions {
   /** Terms kept per record. Default MAX_TERMS. */
   readonly maxTerms?: number;
   readonly terms?: TermOptions;
+  /** The index's query bounds (benches measure others). Default: the index's own. */
+  readonly bounds?: QueryBounds;
 }
 
 export interface SimilarOutcome {
@@ -37,7 +44,7 @@ export interface SimilarOutcome {
 }
 
 export class SimilarGrouper {
-  readonly index = new SimilarityIndex();
+  readonly index: SimilarityIndex;
   private readonly groups: string[] = [];
   private readonly threshold: number;
   private readonly secondMemberWeight: number;
@@ -46,6 +53,7 @@ export class SimilarGrouper {
   private readonly termOptions: TermOptions;
 
   constructor(options: SimilarGrouperOptions = {}) {
+    this.index = new SimilarityIndex(options.bounds);
     this.threshold = options.threshold ?? DEFAULT_SIMILAR_THRESHOLD;
     this.secondMemberWeight = options.secondMemberWeight ?? SECOND_MEMBER_WEIGHT;
     this.backgroundWeight = options.backgroundWeight ?? BACKGROUND_WEIGHT;
@@ -55,11 +63,7 @@ export class SimilarGrouper {
 
   /** Compares the record with those added before, adds it, and says which group it joined. */
   add(id: string, record: SimilarRecord): SimilarOutcome {
-    const document = compactDocument(
-      documentTerms(record, this.termOptions),
-      (hash) => choiceRarity(this.index.size, this.index.documentFrequency(hash)),
-      this.maxTerms,
-    );
+    const document = this.documentOf(record);
     const matches = this.index.query(document, DEFAULT_MATCH_LIMIT);
     const group =
       chooseGroup(
@@ -72,5 +76,20 @@ export class SimilarGrouper {
     this.index.add(id, document);
     this.groups.push(group);
     return { matches, group, document };
+  }
+
+  /** Adds the record in a group of its own, compared with nothing: benches fill an index so. */
+  addAlone(id: string, record: SimilarRecord): void {
+    this.index.add(id, this.documentOf(record));
+    this.groups.push(id);
+  }
+
+  private documentOf(record: SimilarRecord): CompactDocument {
+    return compactTerms(
+      recordTerms(record, this.termOptions, true),
+      (hash) => choiceRarity(this.index.size, this.index.documentFrequency(hash)),
+      this.maxTerms,
+      choiceRarityRange(this.index.size),
+    );
   }
 }

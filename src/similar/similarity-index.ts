@@ -32,18 +32,29 @@ export const DEFAULT_MATCH_LIMIT = 10;
  * arrival order), so a query's work is bounded whatever the documents, even when every one is
  * alike and every term is in all of them. A term with more postings in the range still counts,
  * exactly, in the score of the SHORTLIST documents found best; a document that shares only such
- * terms with the query, and is older than their newest postings, is not found.
+ * terms with the query, and is older than their newest postings, is not found. 64, where it was
+ * 256: the shared reports after 10 000 and 30 000 synthetic ones group and rank as well (or a
+ * report better) with 64 as with 256 or with every posting read, and a query reads a quarter
+ * (bench/similar-what-we-tried.md, "Eighth round").
  */
-export const MOST_POSTINGS_PER_TERM = 256;
+export const MOST_POSTINGS_PER_TERM = 64;
 
 /**
  * Documents whose score is completed with the terms read only in part, at most: the best on what
- * was read. Each completion looks each such term up in the document's sorted terms.
+ * was read. Each completion walks the document's sorted terms once. 50, where it was 200: the
+ * 10 matches kept come from the first few dozen (the same figures as MOST_POSTINGS_PER_TERM's),
+ * and completing was as costly as reading the postings.
  */
-export const SHORTLIST = 200;
+export const SHORTLIST = 50;
 
 /** Growth (as a share of the size) after which every document's vector length is computed again. */
 const NORM_REFRESH_GROWTH = 0.1;
+
+/** A query's bounds (MOST_POSTINGS_PER_TERM and SHORTLIST by default): benches measure others. */
+export interface QueryBounds {
+  readonly postingsPerTerm?: number;
+  readonly shortlist?: number;
+}
 
 /** Which documents a query looks at: ordinals from `from` (default 0) to before `before` (default all). */
 export interface OrdinalRange {
@@ -79,6 +90,13 @@ export class SimilarityIndex {
   /** The terms first added since. */
   private newTerms: Postings[] = [];
   private work: QueryWork = { postings: 0, lookups: 0 };
+  private readonly postingsPerTerm: number;
+  private readonly shortlistSize: number;
+
+  constructor(bounds: QueryBounds = {}) {
+    this.postingsPerTerm = bounds.postingsPerTerm ?? MOST_POSTINGS_PER_TERM;
+    this.shortlistSize = bounds.shortlist ?? SHORTLIST;
+  }
 
   /** What the last query did (tests check its bound). */
   get lastQueryWork(): QueryWork {
@@ -202,7 +220,7 @@ export class SimilarityIndex {
       const { docs, counts } = list;
       const end = before >= this.size ? list.length : firstAtLeast(docs, list.length, before);
       const first = from === 0 ? 0 : firstAtLeast(docs, end, from);
-      const start = Math.max(first, end - MOST_POSTINGS_PER_TERM);
+      const start = Math.max(first, end - this.postingsPerTerm);
       if (start >= end) continue;
       if (start > first) {
         partialHashes[partial] = hash;
@@ -226,7 +244,7 @@ export class SimilarityIndex {
     // Every term read whole: the scores are complete. Otherwise only the documents best on what
     // was read are completed: completing every document found would cost a lookup per document
     // and term read in part.
-    const shortlist = new TopMatches(partial === 0 ? limit : Math.max(limit, SHORTLIST));
+    const shortlist = new TopMatches(partial === 0 ? limit : Math.max(limit, this.shortlistSize));
     for (const d of touched) {
       shortlist.offer(d, cosine(d, scores[d] as number));
     }
@@ -237,15 +255,16 @@ export class SimilarityIndex {
         let dot = scores[d] as number;
         const candidate = this.documents[d]!;
         const { hashes } = candidate;
-        // Both in ascending hash order: each term is searched for after the one before it.
+        // Both in ascending hash order: one walk through the document's terms finds them all.
         let at = 0;
+        const held = hashes.length;
         for (let t = 0; t < partial; t += 1) {
           // A document at or after the term's oldest posting read was counted with it already.
           if (d >= (partialOldest[t] as number)) continue;
           lookups += 1;
           const hash = partialHashes[t] as number;
-          at = firstHashAtLeast(hashes, at, hash);
-          if (at < hashes.length && hashes[at] === hash) {
+          while (at < held && (hashes[at] as number) < hash) at += 1;
+          if (at < held && hashes[at] === hash) {
             dot +=
               (partialWeights[t] as number) *
               (TERM_WEIGHT[candidate.counts[at] as number] as number);
@@ -352,17 +371,6 @@ function mergeByHash(a: readonly Postings[], b: readonly Postings[]): Postings[]
   while (i < a.length) merged.push(a[i++]!);
   while (j < b.length) merged.push(b[j++]!);
   return merged;
-}
-
-/** The first position from `low` in ascending `hashes` whose hash is at least `hash`. */
-function firstHashAtLeast(hashes: Uint32Array, low: number, hash: number): number {
-  let high = hashes.length;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if ((hashes[middle] as number) < hash) low = middle + 1;
-    else high = middle;
-  }
-  return low;
 }
 
 /** The first position in ascending `docs[0 .. length)` whose value is at least `value`. */

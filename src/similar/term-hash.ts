@@ -29,3 +29,20 @@ export function hashOnward(hash: number, text: string, from: number, to: number)
   }
   return h;
 }
+
+/** Bits of a term hash as a compact document keeps it (compact-document.ts). */
+export const KEPT_HASH_BITS = 22;
+
+/**
+ * A term's 32-bit hash in KEPT_HASH_BITS: its top byte folded into the others (the 24 bits
+ * versions 2 and 3 of a compact document kept), then their top 2 bits into the rest, so a hash
+ * those versions stored folds the same. A folded hash folds to itself.
+ */
+export function foldHash(hash: number): number {
+  return narrowHash(((hash >>> 24) ^ hash) & 0xffffff);
+}
+
+/** A 24-bit hash of compact documents' versions 2 and 3 in KEPT_HASH_BITS. */
+export function narrowHash(wide: number): number {
+  return (wide ^ (wide >>> KEPT_HASH_BITS)) & ((1 << KEPT_HASH_BITS) - 1);
+}

@@ -17,9 +17,17 @@ const WORD_RUN = /[\p{L}\p{M}\p{N}]+/gu;
 const UNSPACED =
   /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
 
+/**
+ * Text of 7-bit characters only (most reports): NFKC leaves it as it is, and its letters, marks
+ * and digits are a-z, A-Z and 0-9, none of an unspaced script.
+ */
+const SEVEN_BIT = /^[^\u0080-\uffff]*$/;
+
 export function tokenize(text: string, maxWords = MAX_WORDS_PER_TEXT): string[] {
   const words: string[] = [];
   if (text === '') return words;
+  // The same words as below, without a match object per word or a script test per run.
+  if (SEVEN_BIT.test(text)) return sevenBitWords(text.toLowerCase(), words, maxWords);
   const normalised = text.normalize('NFKC').toLowerCase();
   for (const match of normalised.matchAll(WORD_RUN)) {
     const run = match[0];
@@ -33,6 +41,24 @@ export function tokenize(text: string, maxWords = MAX_WORDS_PER_TEXT): string[] 
       words.length = maxWords;
       return words;
     }
+  }
+  return words;
+}
+
+/** The runs of a-z and 0-9 of a lowercased 7-bit text, as tokenize takes them. */
+function sevenBitWords(text: string, words: string[], maxWords: number): string[] {
+  let start = -1;
+  for (let i = 0; i <= text.length; i += 1) {
+    const unit = i < text.length ? text.charCodeAt(i) : 0;
+    if ((unit >= 0x61 && unit <= 0x7a) || (unit >= 0x30 && unit <= 0x39)) {
+      if (start === -1) start = i;
+      continue;
+    }
+    if (start !== -1 && i - start >= MIN_WORD_LENGTH) {
+      words.push(text.slice(start, i));
+      if (words.length >= maxWords) return words;
+    }
+    start = -1;
   }
   return words;
 }

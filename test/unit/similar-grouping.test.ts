@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
+  compactDocument,
+  compactTerms,
   decodeCompactDocument,
   encodeCompactDocument,
   foldHash,
   MAX_TERMS,
 } from '../../src/similar/compact-document.js';
+import { documentTerms, recordTerms } from '../../src/similar/document-terms.js';
 import type { SimilarRecord } from '../../src/similar/considered-text.js';
 import { bestGroup, chooseGroup, groupEvidence } from '../../src/similar/grouping.js';
 import { BitWriter } from '../../src/similar/rice-code.js';
@@ -150,7 +153,7 @@ describe('SimilarGrouper', () => {
 describe('SimilarityIndex', () => {
   /** A report of fewer than 80 terms: every copy keeps them all, so copies are identical. */
   const alike = { title: 'Pay button stays grey', description: 'Nothing happens on checkout' };
-  const copies = 4 * MOST_POSTINGS_PER_TERM + 200;
+  const copies = 4 * MOST_POSTINGS_PER_TERM + 600;
 
   it('bounds the work of a query however many documents share its terms', () => {
     const grouper = new SimilarGrouper();
@@ -203,6 +206,30 @@ describe('SimilarityIndex', () => {
 });
 
 describe('compact documents', () => {
+  it('keep the same terms told the range of the rarity, reading the rarity of fewer', () => {
+    // As choiceRarityRange gives among 10 000 documents, near enough: 7.16 to 10.21.
+    const range = { least: 7, most: 10 };
+    // Seeded: each term's rarity the least, the most, or between, as the hash says.
+    const rarity = (hash: number) => {
+      const pick = Math.imul(hash, 0x9e3779b1) >>> 0;
+      return pick % 3 === 0 ? range.least : pick % 3 === 1 ? range.most : 7 + (pick % 1000) / 333;
+    };
+    let read = 0;
+    let terms = 0;
+    for (const { record } of rows) {
+      const folded = recordTerms(record, undefined, true);
+      terms += folded.size;
+      const counted = (hash: number) => {
+        read += 1;
+        return rarity(hash);
+      };
+      const told = compactTerms(folded, counted, MAX_TERMS, range);
+      expect(told).toEqual(compactTerms(folded, rarity));
+      expect(told).toEqual(compactDocument(documentTerms(record), rarity));
+    }
+    expect(read).toBeLessThan(terms * 0.7);
+  });
+
   it('round-trip through bytes of at most 269, each hash in 22 bits', () => {
     const grouper = new SimilarGrouper();
     for (const { record } of rows) {

@@ -49,6 +49,26 @@ describe('tokenize', () => {
   it('stops after a bounded number of terms', () => {
     expect(tokenize('crash '.repeat(100_000))).toHaveLength(MAX_WORDS_PER_TEXT);
   });
+
+  it('gives 7-bit text the words it gives the same text with a character past 7 bits', () => {
+    // Seeded: every 7-bit unit, words of every length, up to the bound of words and past it.
+    let seed = 30;
+    const unit = () => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      return seed >>> 25;
+    };
+    for (let text = 0; text < 300; text += 1) {
+      const units = Array.from({ length: 1 + (text % 60) * 20 }, () =>
+        // Mostly letters and digits, so words run long; any unit of 0 to 127 between.
+        unit() < 96 ? 'aZ09xY5q'.charAt(unit() & 7) : String.fromCharCode(unit()),
+      );
+      const sevenBit = units.join('');
+      // "é" alone is a word too short to keep: the text goes the general way, with the same words.
+      for (const most of [MAX_WORDS_PER_TEXT, 7]) {
+        expect(tokenize(sevenBit, most)).toEqual(tokenize(`${sevenBit} é`, most));
+      }
+    }
+  });
 });
 
 describe('urlWords', () => {
