@@ -22,7 +22,7 @@ import { activeSpan, inSpan, tracingOn } from '../tracing/tracer.js';
 import { interpretPayload } from '../webhooks/delivery.js';
 import { secretNumber } from '../webhooks/signature-check.js';
 import type { HeaderLookup, SignatureScheme } from '../webhooks/signature-scheme.js';
-import { isJsonContentType } from './json-content-type.js';
+import { hasUtf8Charset, isJsonContentType } from './json-content-type.js';
 import { BodyTooLargeError, readRawBody } from './read-raw-body.js';
 import { sendProblem } from './send-problem.js';
 
@@ -121,6 +121,13 @@ export function createWebhookRouter(
         'UNSUPPORTED_MEDIA_TYPE',
         'content_type',
         'Send the delivery as application/json.',
+      );
+    }
+    if (!hasUtf8Charset(req.headers['content-type']!)) {
+      return refusal(
+        'UNSUPPORTED_MEDIA_TYPE',
+        'charset',
+        'Send the delivery as UTF-8 JSON: charset=utf-8, or no charset.',
       );
     }
     const encoding = req.headers['content-encoding'];

@@ -156,6 +156,34 @@ describe('POST /webhooks/feedback', () => {
     expect(await receiver.deliveries.queue.count()).toBe(0);
   });
 
+  it.each(['utf-16', 'ISO-8859-1', '"utf-16le"'])(
+    'answers 415 to a JSON body in charset %s, which would be read as UTF-8 wrongly',
+    async (charset) => {
+      const body = JSON.stringify(record);
+      const response = await request(receiver.app)
+        .post('/webhooks/feedback')
+        .set('Content-Type', `application/json; charset=${charset}`)
+        .set('X-Ybug-Signature', signHmacSha256(body, TEST_SECRET))
+        .send(body);
+      expect(response.status).toBe(415);
+      expect(response.body).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE' });
+      expect(await receiver.deliveries.queue.count()).toBe(0);
+    },
+  );
+
+  it.each(['UTF-8', '"utf-8"', 'us-ascii'])(
+    'accepts a JSON body in charset %s',
+    async (charset) => {
+      const body = JSON.stringify(record);
+      await request(receiver.app)
+        .post('/webhooks/feedback')
+        .set('Content-Type', `application/json;charset=${charset}`)
+        .set('X-Ybug-Signature', signHmacSha256(body, TEST_SECRET))
+        .send(body)
+        .expect(202);
+    },
+  );
+
   it('accepts application/*+json with a charset', async () => {
     const body = JSON.stringify(record);
     await request(receiver.app)
