@@ -4,6 +4,7 @@
  * receiver's webhook port /metrics is served only behind the admin token (see app.ts).
  */
 import express, { type Request, type Response, type Router } from 'express';
+import { QUEUE_RETRY_AFTER_SECONDS } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import { sendProblem } from './send-problem.js';
 
@@ -24,6 +25,9 @@ export function createProbeRouter({ isReady, metrics }: ProbeDeps): Router {
       res.json({ status: 'ready' });
       return;
     }
+    // As every QUEUE_UNAVAILABLE answer (docs/errors.md): a caller that is not a probe is told
+    // when to ask again.
+    res.setHeader('Retry-After', String(QUEUE_RETRY_AFTER_SECONDS));
     sendProblem(res, 'QUEUE_UNAVAILABLE', 'Not ready: Redis does not answer, or shutting down.');
   });
   if (metrics) router.get('/metrics', serveMetrics(metrics));

@@ -70,6 +70,7 @@ describe('while Redis is unavailable', () => {
     await redis.stop();
     const down = await request(receiver.app).get('/readyz').timeout(CLIENT_DEADLINE_MS);
     expect(down.status).toBe(503);
+    expect(down.headers['retry-after']).toBe('5');
     await request(receiver.app).get('/healthz').expect(200);
   });
 
