@@ -286,16 +286,6 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     ),
   );
   const workers = [deliveriesWorker, ...handlerWorkers];
-  await Promise.all(workers.map(({ worker }) => worker.waitUntilReady()));
-  await warnOfGlobalRateLimits(runQueues, handlers, logger);
-  logger.info(
-    {
-      handlers: handlers.map((handler) => handler.name),
-      concurrency,
-      ...(options.dryRun ? { dryRun: true } : {}),
-    },
-    'worker started',
-  );
 
   let closing: Promise<void> | undefined;
   const close = (timeoutMs = 30_000) => {
@@ -327,6 +317,22 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     return closing;
   };
 
+  try {
+    await Promise.all(workers.map(({ worker }) => worker.waitUntilReady()));
+    await warnOfGlobalRateLimits(runQueues, handlers, logger);
+  } catch (error) {
+    // Started in part: what was started stops, so a caller given the error has nothing to close.
+    await close(CLOSE_WITHIN_MS);
+    throw error;
+  }
+  logger.info(
+    {
+      handlers: handlers.map((handler) => handler.name),
+      concurrency,
+      ...(options.dryRun ? { dryRun: true } : {}),
+    },
+    'worker started',
+  );
   return { deliveries, runQueues, close };
 }
 

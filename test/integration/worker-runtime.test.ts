@@ -487,4 +487,16 @@ describe('the worker runtime', () => {
       { method: 'PATCH', path: '/v1/feedback/fb_needs_it', body: { priority_id: 3 } },
     ]);
   });
+  it('stops what it started when its start fails partway, leaving no worker taking jobs', async () => {
+    // A key of the wrong type where the handler queue's meta belongs: reading its global rate
+    // limit, the last step of the start, fails after every BullMQ worker is up.
+    await env.connection.set(`${env.prefix}:runs-broken:meta`, 'not a hash');
+    await expect(
+      env.startWorker({ handlers: [defineHandler({ name: 'broken', handle: () => undefined })] }),
+    ).rejects.toThrow(/WRONGTYPE/);
+    await vi.waitFor(async () => expect(await env.deliveries.getWorkersCount()).toBe(0), {
+      timeout: 10_000,
+      interval: 50,
+    });
+  });
 });
