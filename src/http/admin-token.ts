@@ -21,7 +21,8 @@ export function requireToken(token: string) {
 /** The token from `Bearer <token>`, or the password of `Basic <base64 user:password>`. */
 function presentedToken(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
-  const [scheme, value = ''] = header.split(' ', 2);
+  // One space or more after the scheme (RFC 9110's credentials), as clients send either.
+  const [, scheme, value = ''] = /^(\S+) +(.*)$/.exec(header) ?? [];
   if (scheme?.toLowerCase() === 'bearer') return value;
   if (scheme?.toLowerCase() === 'basic') {
     const decoded = Buffer.from(value, 'base64').toString('utf8');

@@ -122,6 +122,18 @@ describe('the dashboard under /admin', () => {
     expect(await runs.isPaused()).toBe(false);
   });
 
+  it('takes the token after more than one space, and Bearer in any case', async () => {
+    await request(app)
+      .get('/admin/queues')
+      .set('Authorization', `Bearer  ${ADMIN_TOKEN}`)
+      .expect(200);
+    await request(app)
+      .get('/admin/queues')
+      .set('Authorization', `bearer ${ADMIN_TOKEN}`)
+      .expect(200);
+    await request(app).get('/admin/queues').set('Authorization', `Bearer  wrong`).expect(401);
+  });
+
   it('answers 401 without the token, before anything else', async () => {
     await request(app).get('/admin/queues').expect(401);
     await request(app).put(`${api}/pause`).set('Sec-Fetch-Site', 'same-origin').expect(401);
