@@ -87,6 +87,17 @@ describe('the groups API', () => {
     }
   });
 
+  it('answers the Groups page as the API: its parameters checked alike, its limit kept', async () => {
+    const page = await get('/admin/groups?project=prj_shop&limit=1').expect(200);
+    expect(page.text).toContain('Pay button stays grey at checkout');
+    const twice = await get('/admin/groups?project=prj_shop&project=prj_other').expect(400);
+    expect(twice.body.detail).toMatch(/^project: expected one value/);
+    for (const query of ['limit=0', 'limit=201', 'colour=red', 'since=30m']) {
+      const { body } = await get(`/admin/groups?${query}`).expect(400);
+      expect(body).toMatchObject({ code: 'BAD_REQUEST', status: 400 });
+    }
+  });
+
   it('shows one group with its deliveries, newest first, and 404 for an unknown one', async () => {
     const [pay] = (await get('/admin/api/groups').expect(200)).body.groups;
     const { body } = await get(`/admin/api/groups/${pay.id}`).expect(200);

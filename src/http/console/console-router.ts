@@ -18,6 +18,7 @@ import {
 import type { ConsoleSources } from './console-sources.js';
 import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG } from './assets.js';
 import { readDeliveriesQuery } from './deliveries-query.js';
+import { readGroupsQuery } from './groups-query.js';
 import { methodRoutes } from './method-routes.js';
 import {
   GROUP_SPANS,
@@ -139,8 +140,11 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
 
   get('/groups', async (req, res) => {
     if (!similarGroups) return page(res, 200, groupingOffPage());
-    const since = req.query.since ?? '24h';
-    if (typeof since !== 'string' || !Object.hasOwn(GROUP_SPANS, since)) {
+    // The API's parameters and answers to them; the page offers two of its spans.
+    const check = readGroupsQuery(req.query, GROUPS_SHOWN);
+    if (!check.ok) return sendProblem(res, 'BAD_REQUEST', check.problem);
+    const { since, project, limit } = check.query;
+    if (!Object.hasOwn(GROUP_SPANS, since)) {
       return sendProblem(
         res,
         'BAD_REQUEST',
@@ -148,11 +152,10 @@ export function createConsoleRouter(sources: ConsoleSources): Router {
       );
     }
     const span = since as GroupSpan;
-    const project = oneValue(req.query.project);
     const groups = await similarGroups.list({
       sinceMs: Date.now() - GROUP_SPANS[span].ms,
       project,
-      limit: GROUPS_SHOWN,
+      limit,
     });
     page(res, 200, groupsPage(groups, span, project));
   });

@@ -18,8 +18,11 @@ const GroupsQuerySchema = z.strictObject({
       (n) => n >= 1 && n <= MOST_LISTED_GROUPS,
       `expected a whole number from 1 to ${MOST_LISTED_GROUPS}`,
     )
-    .default(50),
+    .optional(),
 });
+
+/** Groups the JSON API lists when not asked for a number. */
+export const DEFAULT_LISTED_GROUPS = 50;
 
 export interface GroupsQuery {
   /** As given: 30m, 24h, 7d. */
@@ -34,8 +37,14 @@ export type GroupsQueryCheck =
   | { readonly ok: true; readonly query: GroupsQuery }
   | { readonly ok: false; readonly problem: string };
 
-/** Reads `since`, `project` and `limit`; an empty parameter counts as absent. */
-export function readGroupsQuery(params: Record<string, unknown>): GroupsQueryCheck {
+/**
+ * Reads `since`, `project` and `limit`; an empty parameter counts as absent, a repeated one is
+ * refused.
+ */
+export function readGroupsQuery(
+  params: Record<string, unknown>,
+  defaultLimit = DEFAULT_LISTED_GROUPS,
+): GroupsQueryCheck {
   const parsed = GroupsQuerySchema.safeParse(presentFields(params));
   if (!parsed.success) {
     return {
@@ -43,6 +52,6 @@ export function readGroupsQuery(params: Record<string, unknown>): GroupsQueryChe
       problem: firstProblem(parsed.error, 'parameter; expected since, project or limit'),
     };
   }
-  const { since, project, limit } = parsed.data;
+  const { since, project, limit = defaultLimit } = parsed.data;
   return { ok: true, query: { since, sinceMs: spanMs(since), project, limit } };
 }
