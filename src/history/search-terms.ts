@@ -71,9 +71,12 @@ function asciiWords(text: string, words: Set<string>, most: number): void {
   }
 }
 
-/** What a record is found by: the words of its title, description and reporter email. */
+/**
+ * What a record is found by: the words of its title, reporter email and description. The email
+ * comes before the description, whose words past the 300th different one are not kept.
+ */
 export function recordWords(record: FeedbackRecord): string[] {
-  const text = [record.title, record.description, record.reporter?.email]
+  const text = [record.title, record.reporter?.email, record.description]
     .filter((part): part is string => typeof part === 'string')
     .join(' ');
   return wordsOf(text, MOST_WORDS);

@@ -60,17 +60,17 @@ describe('recordWords', () => {
       reporter: { email: 'ana@example.com' },
     }) as FeedbackRecord;
 
-  it("keeps a record's first 300 different words, in order, title first", () => {
+  it("keeps a record's first 300 different words, in order: title, reporter email, description", () => {
     const words = recordWords(longReport('slow'));
     expect(words).toHaveLength(300);
-    expect(words.slice(0, 3)).toEqual(['checkout', 'slow', 'w0']);
-    expect(words.at(-1)).toBe('w297');
+    expect(words.slice(0, 6)).toEqual(['checkout', 'ana', 'example', 'com', 'slow', 'w0']);
+    expect(words.at(-1)).toBe('w294');
   });
 
-  it('keeps the first 300 of text beyond ASCII too', () => {
+  it('keeps the first 300 of text beyond ASCII too, the email among them', () => {
     const words = recordWords(longReport('café'));
     expect(words).toHaveLength(300);
-    expect(words.slice(0, 3)).toEqual(['checkout', 'café', 'w0']);
-    expect(words.at(-1)).toBe('w297');
+    expect(words.slice(0, 6)).toEqual(['checkout', 'ana', 'example', 'com', 'café', 'w0']);
+    expect(words.at(-1)).toBe('w294');
   });
 });
