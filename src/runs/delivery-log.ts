@@ -15,8 +15,6 @@ import { traceIdOf } from '../tracing/trace-id.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { iso, type RunReader, type RunState, type RunView } from './run-reader.js';
 
-export type { RunView } from './run-reader.js';
-
 /** Where a delivery stands: not routed yet, being handled, handled, or some handler failed. */
 export const DELIVERY_STATES = ['waiting', 'running', 'done', 'failed'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
