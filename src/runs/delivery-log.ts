@@ -147,15 +147,7 @@ export function createDeliveryLog(
   /** A delivery whose job is gone, from its history entry and the run jobs still kept. */
   async function fromHistory(entry: HistoryEntry): Promise<DeliveryView> {
     const kept = await runs.runsOfRouting(entry.deliveryJobId, entry.handlers);
-    const shown = withOutcomes(kept, entry);
-    return {
-      key: entry.key,
-      receivedAt: entry.receivedAt,
-      record: entry.record,
-      recordKept: false,
-      state: stateOfEntry(entry),
-      runs: shown,
-    };
+    return { ...summaryOf(entry), recordKept: false, runs: withOutcomes(kept, entry) };
   }
 
   return {
