@@ -5,7 +5,7 @@
  * console only, from the delivery history (titlesOf).
  */
 import type { HistorySearch } from '../history/history-search.js';
-import type { RedisConnection } from '../queue/redis.js';
+import { pipelineResults, type RedisConnection } from '../queue/redis.js';
 import type { ShownSimilarFacts, SimilarFacts } from '../similar/similar-facts.js';
 import { keyOfRecord } from '../webhooks/delivery.js';
 import { groupIdOf, keyOfLineField, lineField, type ProjectKeys } from './similar-keys.js';
@@ -121,9 +121,7 @@ export async function readEntries(
   if (ids.length === 0) return [];
   const pipeline = connection.pipeline();
   for (const id of ids) pipeline.xrange(keys.docs, id, id);
-  const answers = (await pipeline.exec()) ?? [];
-  return answers.map(([error, result]) => {
-    if (error) throw error;
+  return pipelineResults(await pipeline.exec()).map((result) => {
     const entry = (result as [string, string[]][])[0];
     return entry ? entryFields(entry[1]) : undefined;
   });

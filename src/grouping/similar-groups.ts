@@ -6,7 +6,7 @@
  */
 import { createHistorySearch } from '../history/history-search.js';
 import type { Logger } from '../logger.js';
-import type { RedisConnection } from '../queue/redis.js';
+import { pipelineResults, type RedisConnection } from '../queue/redis.js';
 import type { ShownSimilarFacts, SimilarFacts } from '../similar/similar-facts.js';
 import { firstNow, firstNowGiven } from './group-first.js';
 import { groupingScript } from './grouping-script.js';
@@ -202,7 +202,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       pipeline.hget(projectKeys(prefix, name).of, lineField(key));
       pipeline.hget(projectKeys(prefix, name).of, key);
     }
-    const answers = results(await pipeline.exec());
+    const answers = pipelineResults(await pipeline.exec());
     for (const [i, value] of answers.entries()) {
       if (typeof value === 'string') return { project: projects[i >> 1]!, value };
     }
@@ -245,7 +245,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       );
       pipeline.zrangebyscore(members, '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1);
     }
-    const answers = results(await pipeline.exec());
+    const answers = pipelineResults(await pipeline.exec());
     // A group's id within its project is its first delivery's entry id.
     const firstEntries = await readEntries(
       connection,
@@ -330,7 +330,9 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const counting = connection.pipeline();
       for (const name of projects)
         counting.zcount(projectKeys(prefix, name).groups, `(${sinceMs}`, '+inf');
-      return results(await counting.exec()).reduce<number>((sum, count) => sum + Number(count), 0);
+      return pipelineResults(await counting.exec())
+        .map(Number)
+        .reduce((sum, n) => sum + n, 0);
     },
 
     async list({ sinceMs, project, limit = MOST_LISTED_GROUPS, order = 'fastest-growing' }) {
@@ -344,7 +346,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
       const groupsKeys = projects.map((name) => projectKeys(prefix, name).groups);
       const counting = connection.pipeline();
       for (const key of groupsKeys) counting.zcount(key, `(${sinceMs}`, '+inf');
-      const counts = results(await counting.exec()).map(Number);
+      const counts = pipelineResults(await counting.exec()).map(Number);
       const shares = shareOut(counts, most * GROUPS_WEIGHED_PER_LISTED);
       const reading = connection.pipeline();
       for (const [p, key] of groupsKeys.entries()) {
@@ -360,7 +362,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
           );
         }
       }
-      const read = results(await reading.exec()) as string[][];
+      const read = pipelineResults(await reading.exec()) as string[][];
       const candidates: { project: string; group: string; lastAt: number }[] = [];
       let answer = 0;
       for (const [p, name] of projects.entries()) {
@@ -384,7 +386,7 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
         weighing.zcount(members, `(${sinceMs}`, '+inf');
         weighing.zcard(members);
       }
-      const weights = results(await weighing.exec()).map(Number);
+      const weights = pipelineResults(await weighing.exec()).map(Number);
       // No members key: a group of one (similar-join.lua), whose one arrival, its last, is in
       // the window (the candidates' last arrivals are).
       const chosen = candidates
@@ -574,11 +576,4 @@ export function shareOut(counts: readonly number[], budget: number): number[] {
     left -= share;
   }
   return shares;
-}
-
-function results(answers: [Error | null, unknown][] | null): unknown[] {
-  return (answers ?? []).map(([error, value]) => {
-    if (error) throw error;
-    return value;
-  });
 }

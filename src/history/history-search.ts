@@ -4,7 +4,7 @@
  * no search reads an entry it does not show, except to filter by state, which reads compact
  * entries (at most SCAN_LIMIT). Nothing here reads a whole record.
  */
-import type { RedisConnection } from '../queue/redis.js';
+import { pipelineResults, type RedisConnection } from '../queue/redis.js';
 import {
   historyKeys,
   keptDays,
@@ -126,8 +126,7 @@ export function createHistorySearch(options: {
       for (const day of days) pipeline.hmget(keys.ids(day), ...fields);
       // The newest day that has a key holds its entry.
       const seqs = new Array<number | undefined>(deliveryKeys.length).fill(undefined);
-      for (const [error, values] of (await pipeline.exec()) ?? []) {
-        if (error) throw error;
+      for (const values of pipelineResults(await pipeline.exec())) {
         (values as (string | null)[]).forEach((seq, i) => {
           if (seq !== null) seqs[i] = Number(seq);
         });

@@ -9,7 +9,7 @@
  * counts: a delivery is stored before it is answered).
  */
 import type { Logger } from '../logger.js';
-import type { RedisConnection } from './redis.js';
+import { pipelineResults, type RedisConnection } from './redis.js';
 
 export interface DeliveryStats {
   /** One answer: its outcome, and for a refusal its reason. */
@@ -74,9 +74,7 @@ export function createDeliveryStats({
       pipeline.expire(hourKey(prefix, hour), HOUR_TTL_SECONDS);
     }
     try {
-      const results = await pipeline.exec();
-      const failed = results?.find(([error]) => error);
-      if (!results || failed) throw failed?.[0] ?? new Error('Redis discarded the pipeline');
+      pipelineResults(await pipeline.exec());
     } catch (error) {
       // Redis is away: keep the counts for the next try, as far back as they are still read.
       const oldest = Date.now() - HOUR;
@@ -121,11 +119,9 @@ export async function readDeliveryStats(
   const pipeline = connection.pipeline();
   for (const minute of minutes) pipeline.hgetall(minuteKey(prefix, minute));
   for (const hour of hours) pipeline.hgetall(hourKey(prefix, hour));
-  const results = (await pipeline.exec()) ?? [];
-  const hashes = results.map(([error, value]) => {
-    if (error) throw error;
-    return toCounts(value as Record<string, string>);
-  });
+  const hashes = pipelineResults(await pipeline.exec()).map((hash) =>
+    toCounts(hash as Record<string, string>),
+  );
   const perMinute = minutes.map((minute, index) => ({
     minute: new Date(minute).toISOString(),
     counts: hashes[index]!,

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { interpretPayload, type InvalidPayloadIssue } from '../webhooks/delivery.js';
 import type { DeliveryQueue, EnqueueStatus } from './deliveries-queue.js';
-import type { RedisConnection } from './redis.js';
+import { pipelineResults, type RedisConnection } from './redis.js';
 import { createReplicatedWrites, type ReplicatedWrites } from './replicated-writes.js';
 
 export interface QuarantineEntry {
@@ -166,10 +166,8 @@ export function createQuarantine({
     for (let at = 0; at < flat.length; at += 2) {
       pipeline.hmget(entryKey(flat[at]!), 'meta', 'received', 'excerpt');
     }
-    const results = (await pipeline.exec()) ?? [];
-    return results.flatMap(([error, fields], index) => {
-      if (error) throw error;
-      const [meta, received, excerpt] = fields as (string | null)[];
+    const replies = pipelineResults(await pipeline.exec()) as (string | null)[][];
+    return replies.flatMap(([meta, received, excerpt], index) => {
       const [id, score] = [flat[2 * index]!, Number(flat[2 * index + 1])];
       return meta
         ? [{ summary: summaryOf(id, meta, received, score), excerpt: excerpt ?? '' }]

@@ -282,6 +282,14 @@ export async function redisAnswers(connection: RedisConnection): Promise<boolean
   }
 }
 
+/** A pipeline's replies, in order; the first error among them is thrown. */
+export function pipelineResults(answers: [Error | null, unknown][] | null): unknown[] {
+  return (answers ?? []).map(([error, value]) => {
+    if (error) throw error;
+    return value;
+  });
+}
+
 /**
  * Error codes with which a Redis refuses a write for a while: a replica, a failed background save
  * (MISCONF), out of memory, still loading, a primary or cluster that is down, too few replicas.

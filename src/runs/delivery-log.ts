@@ -15,8 +15,6 @@ import { traceIdOf } from '../tracing/trace-id.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { iso, type RunReader, type RunState, type RunView } from './run-reader.js';
 
-export type { RunView } from './run-reader.js';
-
 /** Where a delivery stands: not routed yet, being handled, handled, or some handler failed. */
 export const DELIVERY_STATES = ['waiting', 'running', 'done', 'failed'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
@@ -149,15 +147,7 @@ export function createDeliveryLog(
   /** A delivery whose job is gone, from its history entry and the run jobs still kept. */
   async function fromHistory(entry: HistoryEntry): Promise<DeliveryView> {
     const kept = await runs.runsOfRouting(entry.deliveryJobId, entry.handlers);
-    const shown = withOutcomes(kept, entry);
-    return {
-      key: entry.key,
-      receivedAt: entry.receivedAt,
-      record: entry.record,
-      recordKept: false,
-      state: stateOfEntry(entry),
-      runs: shown,
-    };
+    return { ...summaryOf(entry), recordKept: false, runs: withOutcomes(kept, entry) };
   }
 
   return {

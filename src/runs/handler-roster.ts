@@ -68,31 +68,19 @@ const storedEntry = ({ attempts, events, similarWindows = [] }: RosterEntry) => 
 });
 
 /**
- * Writes the handlers under their names and, from a running worker, under the worker too: the
- * entries of workers whose time ran out go in the same step. A name's entry that a worker of the
- * previous release wrote within PREVIOUS_RELEASE_RUNNING_MS is left as it is: that worker says
- * its windows there, and readers count them while it runs.
+ * Writes the handlers under their names and under the worker: the entries of workers whose time
+ * ran out go in the same step. A name's entry that a worker of the previous release wrote within
+ * PREVIOUS_RELEASE_RUNNING_MS is left as it is: that worker says its windows there, and readers
+ * count them while it runs.
  */
 export async function announceHandlers(
   connection: RedisConnection,
   prefix: string,
   handlers: readonly RosterEntry[],
-  worker?: AnnouncingWorker,
+  worker: AnnouncingWorker,
 ): Promise<void> {
   if (handlers.length === 0) return;
   const at = Date.now();
-  if (!worker) {
-    const fields = handlers.flatMap((entry) => [
-      entry.name,
-      JSON.stringify({ ...storedEntry(entry), at }),
-    ]);
-    await connection
-      .multi()
-      .hset(rosterKey(prefix), ...fields)
-      .expire(rosterKey(prefix), ROSTER_TTL_SECONDS)
-      .exec();
-    return;
-  }
   const scripted = connection as Scripted;
   if (!scriptedConnections.has(connection)) {
     scripted.defineCommand('announceHandlers', { numberOfKeys: 2, lua: ANNOUNCE });

@@ -1,20 +1,10 @@
 /**
- * An operator starts a finished run again, in one way: its job goes back to waiting with its
- * attempts counted from zero, so it gets all of them and its handler's backoff again, and the
- * worker asks `where()` again before its first attempt. It starts a new life (`life` in its data,
- * set first: the time): a run's success is known by its life (runSuccessKey), so neither a marker
- * of the old life nor a worker still holding the old life's success in memory
- * (completion-ledger.ts) takes the new run for done. The old life's marker is left to expire.
- *
- * - A retry is for a run that failed for good, however it failed: its last attempt, an
- *   UnrecoverableError, stalled too often, or an error in the processor. `deliveries retry`, the
- *   console and its API retry through the dead letter (dead-letter.ts), which starts every
- *   failed job afresh here.
- * - A run again is for a run that completed, when an operator wants the effect once more (the
- *   handler was fixed after it did the wrong thing, say). Effects may happen twice, which is why
- *   the console asks first.
- *
- * The run keeps its one id either way, so it is queued once however often an operator asks.
+ * An operator starts a finished run again, in one way, for a retry (dead-letter.ts) and a run
+ * again alike (docs/runs.md): its job goes back to waiting with its attempts counted from zero,
+ * under a new life (`life` in its data, set first: the time). A run's success is known by its
+ * life (runSuccessKey), so neither a marker of the old life (left to expire) nor a worker still
+ * holding the old life's success (completion-ledger.ts) takes the new run for done. The run keeps
+ * its one id, so it is queued once however often an operator asks.
  */
 import type { FinishedStatus, Job } from 'bullmq';
 import {

@@ -34,6 +34,7 @@ import {
   CLOSE_WITHIN_MS,
   closeConnection,
   duplicateConnection,
+  pipelineResults,
   settlesWithin,
   type RedisConnection,
 } from '../queue/redis.js';
@@ -223,8 +224,7 @@ export function createCompletionLedger({
       for (const [key, { expiresAt }] of toWrite) {
         pipeline.set(markerKey(key), '1', 'PXAT', expiresAt);
       }
-      const failed = (await pipeline.exec())?.find(([error]) => error);
-      if (failed) throw failed[0];
+      pipelineResults(await pipeline.exec());
       // Answered on a socket that closed since: a WAIT now covers nothing of it.
       if (generation !== on) return;
       for (const [key, success] of toWrite) {

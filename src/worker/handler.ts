@@ -223,9 +223,6 @@ export function defineHandler(definition: HandlerDefinition): Handler {
   });
 }
 
-/** The longest window, rate-limit duration or retry delay (similar-window.ts): 30 days. */
-export { MAX_SPAN_MS };
-
 /** True for what defineHandler returns, even from another copy of this package. */
 export function isHandler(value: unknown): value is Handler {
   return value !== null && typeof value === 'object' && HANDLER in value;

@@ -6,7 +6,8 @@
 import { UnrecoverableError } from 'bullmq';
 import { isApiRateLimitedError, isFinalApiError } from '../api/api-errors.js';
 import { cutText } from '../cut-text.js';
-import { MAX_SPAN_MS, type HandlerBackoff } from './handler.js';
+import { MAX_SPAN_MS } from '../similar/similar-window.js';
+import type { HandlerBackoff } from './handler.js';
 
 export type RunDecision =
   /** The handler returned: the run is done, with what it returned. */

@@ -1,11 +1,8 @@
 /**
  * The worker runtime: one BullMQ worker consuming `deliveries` (each job routes a delivery: it
  * adds its runs), one per handler consuming that handler's queue (every attempt of its runs), and
- * how they stop. What happens to a run is in runs.ts.
- *
- * After a failover BullMQ (6.7) recovers a worker's blocking connection by itself (the fix of
- * bullmq issue 4378): reliability scenario 14 shows the same worker taking runs again on the new
- * primary, so nothing here watches for a worker that stopped taking jobs.
+ * how they stop. What happens to a run is in runs.ts. BullMQ recovers a worker's blocking
+ * connection after a failover by itself (docs/high-availability.md): nothing here watches it.
  */
 import { randomUUID } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';

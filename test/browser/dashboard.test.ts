@@ -48,7 +48,10 @@ afterAll(async () => {
 async function failedRun(): Promise<string> {
   // A worker with this handler has started: the dashboard shows the queues of the roster's.
   const roster = new Redis(inject('redisUrl'));
-  await announceHandlers(roster, prefix, [{ name: 'notify-team', attempts: 1 }]);
+  await announceHandlers(roster, prefix, [{ name: 'notify-team', attempts: 1 }], {
+    id: 'a-worker',
+    runningForMs: 60_000,
+  });
   roster.disconnect();
   const queue = createRunQueue({ url: inject('redisUrl') }, prefix, 'notify-team');
   const worker = new Worker(

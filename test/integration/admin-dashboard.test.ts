@@ -30,7 +30,10 @@ const HANDLER_RUNS_QUEUE = runQueueName('notify');
 
 beforeAll(async () => {
   const roster = new Redis(inject('redisUrl'));
-  await announceHandlers(roster, prefix, [{ name: 'notify', attempts: 1 }]);
+  await announceHandlers(roster, prefix, [{ name: 'notify', attempts: 1 }], {
+    id: 'a-worker',
+    runningForMs: 60_000,
+  });
   roster.disconnect();
   deps = createReceiverDeps(
     loadReceiverConfig({

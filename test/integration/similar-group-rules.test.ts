@@ -197,9 +197,12 @@ describe('workers with a handler of the same name and other windows (a rolling d
 
 describe('the roster', () => {
   it("keeps each handler's windows, and reads an entry written without them", async () => {
-    await announceHandlers(env.connection, env.prefix, [
-      { name: 'triage', attempts: 8, similarWindows: [{ atLeast: 5, withinMs: HOUR }] },
-    ]);
+    await announceHandlers(
+      env.connection,
+      env.prefix,
+      [{ name: 'triage', attempts: 8, similarWindows: [{ atLeast: 5, withinMs: HOUR }] }],
+      { id: 'a', runningForMs: 60_000 },
+    );
     // As a release before windows wrote it.
     await env.connection.hset(
       `${env.prefix}:handler-roster`,

@@ -4,13 +4,14 @@
  * and load nothing from elsewhere (see CONSOLE_CSP).
  */
 import type { AttemptRecord } from '../../runs/run-queues.js';
-import type {
-  DeliveryPage,
-  DeliveryQuery,
-  DeliveryView,
-  RunView,
+import {
+  DELIVERY_FILTERS,
+  type DeliveryFilter,
+  type DeliveryPage,
+  type DeliveryQuery,
+  type DeliveryView,
 } from '../../runs/delivery-log.js';
-import { DELIVERY_FILTERS, type DeliveryFilter } from '../../runs/delivery-log.js';
+import type { RunView } from '../../runs/run-reader.js';
 import { html, isolated, isolatedText, safeHref, type Html } from './html.js';
 import { plural } from './plural.js';
 

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { deliveryPage } from '../../../src/http/console/pages.js';
-import type { DeliveryView, RunView } from '../../../src/runs/delivery-log.js';
+import type { DeliveryView } from '../../../src/runs/delivery-log.js';
+import type { RunView } from '../../../src/runs/run-reader.js';
 import type { AttemptRecord } from '../../../src/runs/run-queues.js';
 
 function deliveryWith(runs: RunView[], routedAt = '2026-11-23T12:00:00.010Z'): DeliveryView {

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { deliveryPage, runAgainPage } from '../../../src/http/console/pages.js';
-import type { DeliveryView, RunView } from '../../../src/runs/delivery-log.js';
+import type { DeliveryView } from '../../../src/runs/delivery-log.js';
+import type { RunView } from '../../../src/runs/run-reader.js';
 
 const KEY = 'feedback.created:fb_r1';
 

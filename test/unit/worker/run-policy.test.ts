@@ -10,7 +10,7 @@ import {
   ApiValidationError,
 } from '../../../src/api/api-errors.js';
 import { attemptTimeoutError } from '../../../src/worker/attempt-timeout.js';
-import { MAX_SPAN_MS } from '../../../src/worker/handler.js';
+import { MAX_SPAN_MS } from '../../../src/similar/similar-window.js';
 import {
   decideRun,
   REASON_MAX_CHARS,
