@@ -15,6 +15,7 @@ import type { Metrics } from '../metrics.js';
 import { DELIVERIES_QUEUE, type JobRetention } from '../queue/deliveries-queue.js';
 import {
   createRunQueues,
+  HANDLER_RUN_RETENTION,
   runQueueName,
   successKeyOf,
   type HandlerRunData,
@@ -40,6 +41,7 @@ import {
   readRunningHandlers,
   type RosterEntry,
 } from '../runs/handler-roster.js';
+import { trimRunQueues } from '../runs/trim-run-queues.js';
 import type { SimilarWindow } from '../similar/similar-facts.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
@@ -83,6 +85,12 @@ export interface WorkerRuntimeOptions {
    * the handlers other workers have, to route deliveries to them too. Default: ANNOUNCE_EVERY_MS.
    */
   readonly announceEveryMs?: number;
+  /**
+   * How often the worker removes the finished runs past their retention from the handlers'
+   * queues that BullMQ does not trim (trim-run-queues.ts): those of handlers no worker has any
+   * more, or that no run finished in for a while. Default: TRIM_EVERY_MS.
+   */
+  readonly trimEveryMs?: number;
 }
 
 export interface SimilarSettings {
@@ -109,6 +117,9 @@ export interface WorkerRuntime {
 
 /** How long handlers get to stop after their signal fired, before they are abandoned. */
 export const ABANDON_AFTER_MS = 5_000;
+
+/** How often a running worker trims the handlers' queues by age (a pass is bounded). */
+export const TRIM_EVERY_MS = 10 * 60_000;
 
 /** How often a running worker writes its handlers to the roster, and reads the others'. */
 export const ANNOUNCE_EVERY_MS = 5_000;
@@ -203,6 +214,25 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       .finally(() => (announced = undefined));
   }, everyMs);
   announcing.unref();
+  // Every handler's queue the roster knows, retired ones included: BullMQ trims a queue only as
+  // its runs finish. One pass at a time, as for the announcements.
+  let trimmed: Promise<unknown> | undefined;
+  const trimming = setInterval(() => {
+    trimmed ??= runQueues
+      .all()
+      .then((queues) =>
+        trimRunQueues(queues, {
+          retention: options.retention ?? HANDLER_RUN_RETENTION,
+          dedupeTtlSeconds: options.dedupeTtlSeconds,
+          logger,
+        }),
+      )
+      .catch((error: Error) =>
+        logger.debug({ error: error.message }, "could not trim the handlers' queues"),
+      )
+      .finally(() => (trimmed = undefined));
+  }, options.trimEveryMs ?? TRIM_EVERY_MS);
+  trimming.unref();
   // A run reads its group's first as it is now when it starts (runs.ts).
   const groups = options.similar
     ? createSimilarGroups({ connection, prefix, ttlSeconds: options.dedupeTtlSeconds, logger })
@@ -291,6 +321,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
       clearInterval(announcing);
+      clearInterval(trimming);
       const graceful = Promise.all(
         workers.map(({ worker, own }) => worker.close().then(() => closeConnection(own))),
       );

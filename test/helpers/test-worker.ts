@@ -11,6 +11,7 @@ import { createLogger } from '../../src/logger.js';
 import {
   createDeliveryQueue,
   type DeliveryQueueProducer,
+  type JobRetention,
 } from '../../src/queue/deliveries-queue.js';
 import { createQuarantine, type Quarantine } from '../../src/queue/quarantine.js';
 import { createDeadLetter, type DeadLetter } from '../../src/runs/dead-letter.js';
@@ -50,6 +51,10 @@ export interface TestWorkerEnv {
     similar?: SimilarSettings;
     /** How often the worker writes its handlers to the roster again. Default: the runtime's. */
     announceEveryMs?: number;
+    /** Retention of the runs it adds and trims. Default: the runtime's. */
+    retention?: JobRetention;
+    /** How often it trims the handlers' queues by age. Default: the runtime's. */
+    trimEveryMs?: number;
   }): Promise<WorkerRuntime>;
   /** Resolves once `count` handler runs have completed (and fails at the deadline). */
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
@@ -149,6 +154,8 @@ export async function createTestWorkerEnv({
       ackReplicas,
       similar,
       announceEveryMs,
+      retention,
+      trimEveryMs,
     }) {
       const connection = createWorkerConnection(url, logger);
       connections.push(connection);
@@ -164,6 +171,8 @@ export async function createTestWorkerEnv({
         ...(ackReplicas ? { ackReplicas } : {}),
         ...(similar ? { similar } : {}),
         ...(announceEveryMs ? { announceEveryMs } : {}),
+        ...(retention ? { retention } : {}),
+        ...(trimEveryMs ? { trimEveryMs } : {}),
       });
       runtimes.push(runtime);
       runQueues ??= runtime.runQueues;
