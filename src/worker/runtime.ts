@@ -29,6 +29,7 @@ import {
   type RedisConnection,
 } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
+import { watchForFullDeadLetters } from '../queue/full-dead-letter.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
@@ -272,13 +273,17 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     return { worker: make(own), own };
   };
 
+  const deadLetterDrops = watchForFullDeadLetters({ logger });
   /**
-   * A job that failed for good: its delivery's history says so. A failed attempt that will be
-   * retried has no finish time. A routing that failed has no handlers: its entry says `routing`.
-   * BullMQ emits `failed` for a job that stalled too often as well, once a worker takes it next.
+   * A job that failed for good: its delivery's history says so, and a warning when its queue's
+   * dead letter is full (BullMQ drops its oldest as each new one fails). A failed attempt that
+   * will be retried has no finish time. A routing that failed has no handlers: its entry says
+   * `routing`. BullMQ emits `failed` for a job that stalled too often as well, once a worker
+   * takes it next.
    */
-  const failedForGood = (job: Job, handler: string) => {
+  const failedForGood = (job: Job, handler: string, queue: Queue) => {
     const routing = handler === ROUTING;
+    if (job.finishedOn) void deadLetterDrops(queue, job);
     const read = readDelivery(routing ? job.data : (job.data as Partial<HandlerRunData>).delivery);
     if (!job.finishedOn || !read.ok) return;
     if (routing) history.routed(read.delivery, job.id!, []);
@@ -293,7 +298,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const deliveriesWorker = startWorker((own) =>
     new Worker(DELIVERIES_QUEUE, runs.route, withTelemetry({ ...workerOptions, connection: own }))
       .on('error', onError)
-      .on('failed', (job) => job && failedForGood(job, ROUTING)),
+      .on('failed', (job) => job && failedForGood(job, ROUTING, deliveries)),
   );
   const handlerWorkers = handlers.map((handler) =>
     startWorker((own) =>
@@ -312,7 +317,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
           const successKey = successKeyOf(job);
           if (successKey) completions.confirmed(successKey, job.id!);
         })
-        .on('failed', (job) => job && failedForGood(job, job.name)),
+        .on('failed', (job) => job && failedForGood(job, job.name, runQueues.of(handler.name))),
     ),
   );
   const workers = [deliveriesWorker, ...handlerWorkers];
