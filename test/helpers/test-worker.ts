@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { expect, inject, vi } from 'vitest';
+import { expect, inject, onTestFinished, vi } from 'vitest';
 import { createApiClient, type ApiClient } from '../../src/api/client.js';
 import { createHistorySearch } from '../../src/history/history-search.js';
 import { createLogger } from '../../src/logger.js';
@@ -84,6 +84,13 @@ export interface TestWorkerEnvOptions {
   readonly dedupeTtlSeconds?: number;
   /** Another Redis than the test run's (one with a replica, say). */
   readonly redisUrl?: string;
+}
+
+/** A worker env for the running test, closed when the test finishes. */
+export async function startTestWorkerEnv(options?: TestWorkerEnvOptions): Promise<TestWorkerEnv> {
+  const env = await createTestWorkerEnv(options);
+  onTestFinished(() => env.close());
+  return env;
 }
 
 export async function createTestWorkerEnv({

@@ -2,22 +2,10 @@
  * BullMQ drops the oldest failed jobs past a queue's retention count without a word; the worker
  * says when a dead letter is full, once a minute per queue at most.
  */
-import { afterEach, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { runQueueName } from '../../src/runs/run-queues.js';
 import { defineHandler } from '../../src/worker/handler.js';
-import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
-
-const cleanup: (() => Promise<unknown>)[] = [];
-
-afterEach(async () => {
-  for (const close of cleanup.splice(0).reverse()) await close();
-});
-
-async function setUp(): Promise<TestWorkerEnv> {
-  const env = await createTestWorkerEnv();
-  cleanup.push(() => env.close());
-  return env;
-}
+import { startTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
 const fullWarnings = (env: TestWorkerEnv, queue: string) =>
   env.logs.filter(
@@ -25,7 +13,7 @@ const fullWarnings = (env: TestWorkerEnv, queue: string) =>
   );
 
 it("warns once when a handler's dead letter is full and its oldest runs are dropped", async () => {
-  const env = await setUp();
+  const env = await startTestWorkerEnv();
   const broken = defineHandler({
     name: 'broken',
     attempts: 1,
@@ -48,7 +36,7 @@ it("warns once when a handler's dead letter is full and its oldest runs are drop
 });
 
 it('warns when the failed routings of the deliveries queue are full', async () => {
-  const env = await setUp();
+  const env = await startTestWorkerEnv();
   await env.startWorker({ handlers: [] });
   // Jobs that are not deliveries fail their routing at once, into the dead letter.
   for (const id of ['bad-1', 'bad-2']) {

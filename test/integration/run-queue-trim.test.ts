@@ -3,25 +3,13 @@
  * (BullMQ trims a queue only as its jobs finish): a worker trims the queues of handlers no worker
  * has, their finished runs only, and never before a run's deduplication marker has expired.
  */
-import { afterEach, expect, it, vi } from 'vitest';
+import { expect, it, onTestFinished, vi } from 'vitest';
 import type { JobRetention } from '../../src/queue/deliveries-queue.js';
 import { createLogger } from '../../src/logger.js';
 import { addRuns, createRunQueues } from '../../src/runs/run-queues.js';
 import { trimRunQueues } from '../../src/runs/trim-run-queues.js';
 import { defineHandler } from '../../src/worker/handler.js';
-import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
-
-const cleanup: (() => Promise<unknown>)[] = [];
-
-afterEach(async () => {
-  for (const close of cleanup.splice(0).reverse()) await close();
-});
-
-async function setUp(dedupeTtlSeconds: number): Promise<TestWorkerEnv> {
-  const env = await createTestWorkerEnv({ dedupeTtlSeconds });
-  cleanup.push(() => env.close());
-  return env;
-}
+import { startTestWorkerEnv } from '../helpers/test-worker.js';
 
 /** Finished runs are kept a second: the test waits that long, not a day. */
 const ONE_SECOND: JobRetention = {
@@ -40,7 +28,7 @@ const gone = defineHandler({
 const kept = defineHandler({ name: 'kept', handle: () => undefined });
 
 it("removes a removed handler's finished runs past their age, and keeps its waiting ones", async () => {
-  const env = await setUp(1);
+  const env = await startTestWorkerEnv({ dedupeTtlSeconds: 1 });
   const first = await env.startWorker({ handlers: [gone, kept], retention: ONE_SECOND });
   await env.deliver({ id: 'ok' });
   await env.deliver({ id: 'fail' });
@@ -75,13 +63,13 @@ it("removes a removed handler's finished runs past their age, and keeps its wait
 });
 
 it('removes no finished run whose deduplication marker still counts: routing again adds no run', async () => {
-  const env = await setUp(3_600);
+  const env = await startTestWorkerEnv({ dedupeTtlSeconds: 3_600 });
   const worker = await env.startWorker({ handlers: [gone], retention: ONE_SECOND });
   await env.deliver({ id: 'ok' });
   await env.historyHolds(1);
   await worker.close(1_000);
   const runQueues = createRunQueues(env.connection, env.prefix);
-  cleanup.push(() => runQueues.close());
+  onTestFinished(() => runQueues.close());
   const queue = runQueues.of('gone');
   const [run] = await queue.getCompleted();
   // Past its retention's age, well within DEDUPE_TTL_SECONDS.
