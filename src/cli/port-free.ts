@@ -10,9 +10,16 @@ export class PortTakenError extends Error {
  * Fails when something already listens on the port, so a start can refuse before it starts
  * anything that would have to be stopped again. Port 0 (any free port) always passes.
  *
+ * @param setting what sets the port: a variable (`PORT`) or an option (`--port`), named first
+ * @param otherPort how to give another port; default: set the variable to another port
  * @throws {PortTakenError}
  */
-export async function assertPortFree(variable: string, port: number, host?: string): Promise<void> {
+export async function assertPortFree(
+  setting: string,
+  port: number,
+  host?: string,
+  otherPort = `set ${setting} to another port`,
+): Promise<void> {
   if (port === 0) return;
   const server = createServer();
   server.listen(port, host);
@@ -22,7 +29,7 @@ export async function assertPortFree(variable: string, port: number, host?: stri
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
       throw new PortTakenError(
-        `${variable}: port ${port} is already in use; stop what listens there, or set ${variable} to another port`,
+        `${setting}: port ${port} is already in use; stop what listens there, or ${otherPort}`,
       );
     }
     throw error;

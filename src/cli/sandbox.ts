@@ -2,6 +2,7 @@ import { createLogger } from '../logger.js';
 import { loadSeed, SANDBOX_STARTUP_TOKEN, SANDBOX_TOKEN } from '../sandbox/seed.js';
 import { startSandbox } from '../sandbox/server.js';
 import { UsageError, type Command } from './command.js';
+import { assertPortFree } from './port-free.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
 export const sandboxCommand: Command = {
@@ -31,6 +32,8 @@ Seed tokens: ${SANDBOX_TOKEN} (Company plan), ${SANDBOX_STARTUP_TOKEN} (Startup 
       throw new UsageError('--port takes a port number');
     if (!Number.isInteger(limit) || limit < 1)
       throw new UsageError('--rate-limit takes a whole number, 1 or more');
+    // Said with the option's name before anything starts, where listen would say EADDRINUSE.
+    await assertPortFree('--port', port, String(values.host), 'give --port another one');
     const logger = createLogger({ level: 'info' });
     const running = stopOnSignal(logger, 'sandbox');
     const sandbox = await startSandbox({

@@ -12,6 +12,7 @@ import type { Metrics } from '../metrics.js';
 import { DELIVERIES_QUEUE, type JobRetention } from '../queue/deliveries-queue.js';
 import {
   createRunQueues,
+  HANDLER_RUN_RETENTION,
   runQueueName,
   successKeyOf,
   type HandlerRunData,
@@ -25,6 +26,7 @@ import {
   type RedisConnection,
 } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
+import { watchForFullDeadLetters } from '../queue/full-dead-letter.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
@@ -37,6 +39,7 @@ import {
   readRunningHandlers,
   type RosterEntry,
 } from '../runs/handler-roster.js';
+import { trimRunQueues } from '../runs/trim-run-queues.js';
 import type { SimilarWindow } from '../similar/similar-facts.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
@@ -80,6 +83,12 @@ export interface WorkerRuntimeOptions {
    * the handlers other workers have, to route deliveries to them too. Default: ANNOUNCE_EVERY_MS.
    */
   readonly announceEveryMs?: number;
+  /**
+   * How often the worker removes the finished runs past their retention from the handlers'
+   * queues that BullMQ does not trim (trim-run-queues.ts): those of handlers no worker has any
+   * more, or that no run finished in for a while. Default: TRIM_EVERY_MS.
+   */
+  readonly trimEveryMs?: number;
 }
 
 export interface SimilarSettings {
@@ -106,6 +115,9 @@ export interface WorkerRuntime {
 
 /** How long handlers get to stop after their signal fired, before they are abandoned. */
 export const ABANDON_AFTER_MS = 5_000;
+
+/** How often a running worker trims the handlers' queues by age (a pass is bounded). */
+export const TRIM_EVERY_MS = 10 * 60_000;
 
 /** How often a running worker writes its handlers to the roster, and reads the others'. */
 export const ANNOUNCE_EVERY_MS = 5_000;
@@ -200,6 +212,25 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       .finally(() => (announced = undefined));
   }, everyMs);
   announcing.unref();
+  // Every handler's queue the roster knows, retired ones included: BullMQ trims a queue only as
+  // its runs finish. One pass at a time, as for the announcements.
+  let trimmed: Promise<unknown> | undefined;
+  const trimming = setInterval(() => {
+    trimmed ??= runQueues
+      .all()
+      .then((queues) =>
+        trimRunQueues(queues, {
+          retention: options.retention ?? HANDLER_RUN_RETENTION,
+          dedupeTtlSeconds: options.dedupeTtlSeconds,
+          logger,
+        }),
+      )
+      .catch((error: Error) =>
+        logger.debug({ error: error.message }, "could not trim the handlers' queues"),
+      )
+      .finally(() => (trimmed = undefined));
+  }, options.trimEveryMs ?? TRIM_EVERY_MS);
+  trimming.unref();
   // A run reads its group's first as it is now when it starts (runs.ts).
   const groups = options.similar
     ? createSimilarGroups({ connection, prefix, ttlSeconds: options.dedupeTtlSeconds, logger })
@@ -239,13 +270,17 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     return { worker: make(own), own };
   };
 
+  const deadLetterDrops = watchForFullDeadLetters({ logger });
   /**
-   * A job that failed for good: its delivery's history says so. A failed attempt that will be
-   * retried has no finish time. A routing that failed has no handlers: its entry says `routing`.
-   * BullMQ emits `failed` for a job that stalled too often as well, once a worker takes it next.
+   * A job that failed for good: its delivery's history says so, and a warning when its queue's
+   * dead letter is full (BullMQ drops its oldest as each new one fails). A failed attempt that
+   * will be retried has no finish time. A routing that failed has no handlers: its entry says
+   * `routing`. BullMQ emits `failed` for a job that stalled too often as well, once a worker
+   * takes it next.
    */
-  const failedForGood = (job: Job, handler: string) => {
+  const failedForGood = (job: Job, handler: string, queue: Queue) => {
     const routing = handler === ROUTING;
+    if (job.finishedOn) void deadLetterDrops(queue, job);
     const read = readDelivery(routing ? job.data : (job.data as Partial<HandlerRunData>).delivery);
     if (!job.finishedOn || !read.ok) return;
     if (routing) history.routed(read.delivery, job.id!, []);
@@ -260,7 +295,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const deliveriesWorker = startWorker((own) =>
     new Worker(DELIVERIES_QUEUE, runs.route, withTelemetry({ ...workerOptions, connection: own }))
       .on('error', onError)
-      .on('failed', (job) => job && failedForGood(job, ROUTING)),
+      .on('failed', (job) => job && failedForGood(job, ROUTING, deliveries)),
   );
   const handlerWorkers = handlers.map((handler) =>
     startWorker((own) =>
@@ -279,7 +314,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
           const successKey = successKeyOf(job);
           if (successKey) completions.confirmed(successKey, job.id!);
         })
-        .on('failed', (job) => job && failedForGood(job, job.name)),
+        .on('failed', (job) => job && failedForGood(job, job.name, runQueues.of(handler.name))),
     ),
   );
   const workers = [deliveriesWorker, ...handlerWorkers];
@@ -288,6 +323,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const close = (timeoutMs = 30_000) => {
     closing ??= (async () => {
       clearInterval(announcing);
+      clearInterval(trimming);
       const graceful = Promise.all(
         workers.map(({ worker, own }) => worker.close().then(() => closeConnection(own))),
       );

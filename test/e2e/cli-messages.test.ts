@@ -159,6 +159,22 @@ describe('a port in use', () => {
   );
 });
 
+it('sandbox with its --port in use names the option, in one sentence', async () => {
+  const taken = createServer().listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  try {
+    const { port } = taken.address() as AddressInfo;
+    const result = await cli(['sandbox', '--port', String(port)], {});
+    expect(result.code).toBe(1);
+    expect(result.output).toContain(
+      `--port: port ${port} is already in use; stop what listens there, or give --port another one`,
+    );
+    expectOneSentence(result.output);
+  } finally {
+    taken.close();
+  }
+});
+
 describe('a Redis where nothing listens', () => {
   it.each([[['quarantine', 'list']], [['deliveries', 'failed']]])(
     '%j says so in one sentence, not after the whole start timeout',

@@ -4,13 +4,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { expect, inject, vi } from 'vitest';
+import { expect, inject, onTestFinished, vi } from 'vitest';
 import { createApiClient, type ApiClient } from '../../src/api/client.js';
 import { createHistorySearch } from '../../src/history/history-search.js';
 import { createLogger } from '../../src/logger.js';
 import {
   createDeliveryQueue,
   type DeliveryQueueProducer,
+  type JobRetention,
 } from '../../src/queue/deliveries-queue.js';
 import { createQuarantine, type Quarantine } from '../../src/queue/quarantine.js';
 import { createDeadLetter, type DeadLetter } from '../../src/runs/dead-letter.js';
@@ -50,6 +51,10 @@ export interface TestWorkerEnv {
     similar?: SimilarSettings;
     /** How often the worker writes its handlers to the roster again. Default: the runtime's. */
     announceEveryMs?: number;
+    /** Retention of the runs it adds and trims. Default: the runtime's. */
+    retention?: JobRetention;
+    /** How often it trims the handlers' queues by age. Default: the runtime's. */
+    trimEveryMs?: number;
   }): Promise<WorkerRuntime>;
   /** Resolves once `count` handler runs have completed (and fails at the deadline). */
   completedRuns(count: number, timeoutMs?: number): Promise<void>;
@@ -79,6 +84,13 @@ export interface TestWorkerEnvOptions {
   readonly dedupeTtlSeconds?: number;
   /** Another Redis than the test run's (one with a replica, say). */
   readonly redisUrl?: string;
+}
+
+/** A worker env for the running test, closed when the test finishes. */
+export async function startTestWorkerEnv(options?: TestWorkerEnvOptions): Promise<TestWorkerEnv> {
+  const env = await createTestWorkerEnv(options);
+  onTestFinished(() => env.close());
+  return env;
 }
 
 export async function createTestWorkerEnv({
@@ -149,6 +161,8 @@ export async function createTestWorkerEnv({
       ackReplicas,
       similar,
       announceEveryMs,
+      retention,
+      trimEveryMs,
     }) {
       const connection = createWorkerConnection(url, logger);
       connections.push(connection);
@@ -164,6 +178,8 @@ export async function createTestWorkerEnv({
         ...(ackReplicas ? { ackReplicas } : {}),
         ...(similar ? { similar } : {}),
         ...(announceEveryMs ? { announceEveryMs } : {}),
+        ...(retention ? { retention } : {}),
+        ...(trimEveryMs ? { trimEveryMs } : {}),
       });
       runtimes.push(runtime);
       runQueues ??= runtime.runQueues;
