@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -43,8 +43,10 @@ const PORT_TRIES = 5;
 
 /**
  * Which redis-server keeps its data in the directory, and on which port: written once it answers,
- * read before another is started there. Its own process group outlives a `start` killed with
- * SIGKILL, which has no chance to stop it.
+ * read before another is started there, removed once it is stopped. Its own process group
+ * outlives a `start` killed with SIGKILL, which has no chance to stop it. Before the server
+ * answers, the file names the process starting it (`startedBy`): it is created only where none
+ * is, so that of two starts at once, one starts a server there.
  */
 const SERVER_FILE = 'redis-server.json';
 
@@ -60,16 +62,21 @@ export async function startEmbeddedRedis(options: {
   port?: number;
 }): Promise<EmbeddedRedis> {
   mkdirSync(options.dir, { recursive: true });
-  await assertNoServerIn(options.dir);
-  // redis-server cannot listen on port 0 and say which port it got, so a free port is picked
-  // first; another process may take it before redis-server binds it, and then another is tried.
-  for (let tries = 1; ; tries += 1) {
-    const port = options.port ?? (await freePort());
-    const started = await startOn(port, options);
-    if (started !== 'exited') return started;
-    if (options.port !== undefined || tries === PORT_TRIES) {
-      throw new Error(`redis-server could not start on port ${port} (is it taken?)`);
+  await claimDir(options.dir);
+  try {
+    // redis-server cannot listen on port 0 and say which port it got, so a free port is picked
+    // first; another process may take it before redis-server binds it, and then another is tried.
+    for (let tries = 1; ; tries += 1) {
+      const port = options.port ?? (await freePort());
+      const started = await startOn(port, options);
+      if (started !== 'exited') return started;
+      if (options.port !== undefined || tries === PORT_TRIES) {
+        throw new Error(`redis-server could not start on port ${port} (is it taken?)`);
+      }
     }
+  } catch (error) {
+    rmSync(join(options.dir, SERVER_FILE), { force: true });
+    throw error;
   }
 }
 
@@ -129,10 +136,12 @@ async function startOn(
       }),
     stop: async () => {
       asked = true;
-      if (child.exitCode !== null) return;
-      child.kill('SIGCONT'); // a paused server could not act on SIGTERM
-      child.kill('SIGTERM');
-      await exited;
+      if (child.exitCode === null) {
+        child.kill('SIGCONT'); // a paused server could not act on SIGTERM
+        child.kill('SIGTERM');
+        await exited;
+      }
+      forgetServer(dir, child.pid!);
     },
   };
 }
@@ -161,17 +170,46 @@ function stopStarted(): void {
 }
 
 /**
+ * Creates SERVER_FILE, naming this process, where none is; one left by a server that no longer
+ * answers, or by a start that no longer runs, is replaced.
+ *
+ * @throws {RedisDirInUseError} when another start is starting a redis-server in `dir`, or the
+ *   one that last started there still runs and answers there.
+ */
+async function claimDir(dir: string): Promise<void> {
+  const file = join(dir, SERVER_FILE);
+  for (let tries = 1; ; tries += 1) {
+    try {
+      writeFileSync(file, JSON.stringify({ startedBy: process.pid }), { flag: 'wx' });
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    await assertNoServerIn(dir);
+    if (tries === 2) {
+      throw new RedisDirInUseError(`another start is starting a redis-server in ${dir}`);
+    }
+    rmSync(file, { force: true });
+  }
+}
+
+/**
  * @throws {RedisDirInUseError} when the redis-server that last started in `dir` still runs and
- *   answers there.
+ *   answers there, or a start that still runs is starting one there.
  */
 async function assertNoServerIn(dir: string): Promise<void> {
-  let recorded: { pid?: unknown; port?: unknown };
+  let recorded: { pid?: unknown; port?: unknown; startedBy?: unknown };
   try {
     recorded = JSON.parse(readFileSync(join(dir, SERVER_FILE), 'utf8')) as typeof recorded;
   } catch {
     return; // none started there yet (or by a release that did not say)
   }
-  const { pid, port } = recorded;
+  const { pid, port, startedBy } = recorded;
+  if (typeof startedBy === 'number' && isRunning(startedBy)) {
+    throw new RedisDirInUseError(
+      `another start (pid ${startedBy}) is starting a redis-server in ${dir}; a second one would overwrite its files and lose deliveries (if no start runs there, remove ${join(dir, SERVER_FILE)})`,
+    );
+  }
   if (typeof pid !== 'number' || typeof port !== 'number') return;
   if (!(await answersAs(port, pid))) return;
   throw new RedisDirInUseError(
@@ -207,5 +245,28 @@ async function answersAs(port: number, pid: number): Promise<boolean> {
     return false; // not up (yet), or not answering
   } finally {
     probe.disconnect();
+  }
+}
+
+/**
+ * Removes SERVER_FILE if it still names this server: a server that died unasked may have been
+ * followed by another start's before this one stops.
+ */
+function forgetServer(dir: string, pid: number): void {
+  const file = join(dir, SERVER_FILE);
+  try {
+    if ((JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown }).pid === pid) rmSync(file);
+  } catch {
+    // gone already, or another's
+  }
+}
+
+/** Whether a process with this pid runs (this one too: another start in it). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'; // another user's
   }
 }
