@@ -42,6 +42,7 @@ import type { RosterEntry } from '../runs/handler-roster.js';
 import type { SimilarFacts } from '../similar/similar-facts.js';
 import type { CompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
+import { limiterOf } from './handler-limiter.js';
 import type { WorkerRuntimeOptions } from './runtime.js';
 import {
   abandonedAttempts,
@@ -256,10 +257,12 @@ export function createRuns(options: RunsOptions): Runs {
         // The limit is the handler's (the API's, shared by its runs): its whole queue waits, and
         // this job goes back to waiting without spending an attempt. Nothing bounces meanwhile.
         // BullMQ keeps one limiter key per queue, which `rateLimit` replaces, count and all: never
-        // with a shorter wait than the one it holds (another run's longer 429, or the window of
-        // the handler's own rateLimit), which would let runs start before that one ends.
+        // with a shorter wait than a hold in force (another run's longer 429, or the handler's own
+        // rateLimit window once used up), which would let runs start before it ends. A window
+        // with room left is not a hold: waiting it out could stop the queue for a day.
         const queue = runQueues.of(handler.name);
-        await queue.rateLimit(Math.max(decision.delayMs, await queue.getRateLimitTtl(1)));
+        const held = await queue.getRateLimitTtl(limiterOf(handler).max);
+        await queue.rateLimit(Math.max(decision.delayMs, held));
         throw Worker.RateLimitError();
       }
       case 'fail':

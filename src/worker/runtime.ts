@@ -43,6 +43,7 @@ import { trimRunQueues } from '../runs/trim-run-queues.js';
 import type { SimilarWindow } from '../similar/similar-facts.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
+import { limiterOf } from './handler-limiter.js';
 import { createRuns } from './runs.js';
 
 export interface WorkerRuntimeOptions {
@@ -131,20 +132,6 @@ const RUNNING_WITHIN_ANNOUNCEMENTS = 6;
 
 /** A job that stalls (its worker died) more often than this fails instead of looping forever. */
 const MAX_STALLED_COUNT = 3;
-
-/**
- * BullMQ obeys a manual rate limit (runs.ts: a 429, or our shared limit) only on a queue with a
- * limiter; this one, for a handler without a `rateLimit`, never limits by itself. A limiter's
- * duration is how long a count of taken jobs lasts, and BullMQ takes it over a global rate limit's
- * own (`setGlobalRateLimit(1, 60_000)` lets one run a second through): a worker warns of a global
- * rate limit on its handlers' queues, and the dashboard does not set one.
- */
-export const RUNS_LIMITER = { max: 1_000_000_000, duration: 1_000 } as const;
-
-/** The limiter of a handler's workers: its `rateLimit`, kept in Redis per queue, or RUNS_LIMITER. */
-function limiterOf({ rateLimit }: Handler): { max: number; duration: number } {
-  return rateLimit ? { max: rateLimit.max, duration: rateLimit.durationMs } : RUNS_LIMITER;
-}
 
 export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise<WorkerRuntime> {
   const { connection, prefix, handlers, logger } = options;

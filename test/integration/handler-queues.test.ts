@@ -13,7 +13,7 @@ import {
   type HandlerRunData,
 } from '../../src/runs/run-queues.js';
 import { readRoster } from '../../src/runs/handler-roster.js';
-import { RUNS_LIMITER } from '../../src/worker/runtime.js';
+import { RUNS_LIMITER } from '../../src/worker/handler-limiter.js';
 import { defineHandler } from '../../src/worker/handler.js';
 import { createTestWorkerEnv, type TestWorkerEnv } from '../helpers/test-worker.js';
 
@@ -275,39 +275,54 @@ it("starts at most a handler's rateLimit.max runs in its durationMs, across its 
   ).toEqual([]);
 });
 
-it("keeps a handler's rateLimit window when a 429 asks for a shorter wait within it", async () => {
+it("keeps a longer hold on a handler's queue when a 429 asks for a shorter wait", async () => {
   const env = await setUp();
-  // The 429's wait is 1 ms: far shorter than what is left of the window.
   withoutSpread();
-  const rateLimit = { max: 2, durationMs: 2_000 };
-  const calls: number[] = [];
-  const queue = createRunQueue(env.connection, env.prefix, 'windowed');
+  const queue = createRunQueue(env.connection, env.prefix, 'held');
   cleanup.push(() => queue.close());
-  await queue.pause();
+  let calls = 0;
   await env.startWorker({
     handlers: [
       defineHandler({
-        name: 'windowed',
-        rateLimit,
-        handle: () => {
-          calls.push(Date.now());
-          if (calls.length > 1) return;
+        name: 'held',
+        rateLimit: { max: 5, durationMs: 60_000 },
+        handle: async () => {
+          calls += 1;
+          // Another run's 429 has just held the queue for a minute; this one's says 0 ms.
+          await queue.rateLimit(60_000);
           throw retryAtOnce();
         },
       }),
     ],
   });
-  const records = Array.from({ length: 4 }, (_, n) => `fb_windowed_${n}`);
-  for (const id of records) await env.deliver({ id });
-  await eventually(async () => expect(await queue.getWaitingCount()).toBe(records.length));
-  await queue.resume();
-  await env.completedRuns(records.length, 15_000);
-  // The call that met the 429 was a start too: BullMQ counted it in the window.
-  const windows = limiterWindows(calls, rateLimit.durationMs - CLOCK_SLACK_MS);
-  expect(
-    windows.filter((window) => window.length > rateLimit.max),
-    `windows with more than ${rateLimit.max} calls`,
-  ).toEqual([]);
+  await env.deliver({ id: 'fb_held' });
+  await eventually(async () => expect(await queue.getWaitingCount()).toBe(1));
+  expect(calls).toBe(1);
+  expect(await queue.getRateLimitTtl()).toBeGreaterThan(30_000);
+});
+
+it("waits only a 429's own wait in a rateLimit window with room left, not the day it lasts", async () => {
+  const env = await setUp();
+  withoutSpread();
+  let calls = 0;
+  const queue = createRunQueue(env.connection, env.prefix, 'daily');
+  cleanup.push(() => queue.close());
+  await env.startWorker({
+    handlers: [
+      defineHandler({
+        name: 'daily',
+        rateLimit: { max: 1_000, durationMs: 24 * 60 * 60_000 },
+        handle: () => {
+          calls += 1;
+          if (calls === 1) throw retryAtOnce();
+        },
+      }),
+    ],
+  });
+  await env.deliver({ id: 'fb_daily_0' });
+  // Held for the rest of the day's window, the run would still be waiting at the deadline.
+  await env.completedRuns(1, 15_000);
+  expect(calls).toBe(2);
 });
 
 it("warns at start of a global rate limit on a handler's queue, which BullMQ counts per second, and names the handler's own", async () => {
