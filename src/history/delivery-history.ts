@@ -9,7 +9,8 @@
  *   - a field in `ids:<day>`, a hash: `k:<delivery key>`, `r:<record id>`, `f:<feedback id>`;
  *   - its number appended to `w:<day>:<word>` for each word it is found by (search-terms.ts),
  *     four bytes each: the numbers a word finds, oldest first; `w:<day>:!failed` for runs that
- *     failed for good;
+ *     failed for good. Older numbers of the word move, from time to time, to the front of
+ *     `o:<day>:<word>`, written whole: an appended string keeps room to grow (write-history.lua);
  *   - `first:<day>`: the first number of the day, so the whole history's size is one subtraction.
  * The writes go in batches, one script call each (history-writer.ts); reads are a few commands
  * whatever is kept. A history entry is a few hundred bytes; the whole record stays in its job.
@@ -90,7 +91,10 @@ export function historyKeys(prefix: string) {
     seq: `${base}seq`,
     entry: (seq: number) => `${base}e:${seq}`,
     ids: (day: number) => `${base}ids:${day}`,
+    /** A word's newest numbers, appended to batch by batch. */
     word: (day: number, word: string) => `${base}w:${day}:${word}`,
+    /** The same word's older numbers, that came before those of `word`. */
+    olderOfWord: (day: number, word: string) => `${base}o:${day}:${word}`,
     first: (day: number) => `${base}first:${day}`,
   };
 }

@@ -210,10 +210,13 @@ async function postings(
   ttlSeconds: number,
 ): Promise<Uint32Array> {
   const days = keptDays(nowMs, ttlSeconds);
-  const lists = await connection.mgetBuffer(...days.map((day) => keys.word(day, word)));
+  const lists = await connection.mgetBuffer(
+    ...days.flatMap((day) => [keys.olderOfWord(day, word), keys.word(day, word)]),
+  );
   const total = lists.reduce((sum, list) => sum + (list ? list.length / 4 : 0), 0);
   const seqs = new Uint32Array(total);
-  // Oldest day first, each oldest first: written from the end, the whole comes out newest first.
+  // Oldest day first, each its older numbers then its newest, each oldest first: written from the
+  // end, the whole comes out newest first.
   let at = total;
   let sorted = true;
   for (const list of lists) {

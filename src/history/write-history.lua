@@ -11,7 +11,8 @@ local base = ARGV[1]
 local ops = cjson.decode(ARGV[2])
 -- A word's numbers from the whole batch go out in one APPEND: entries share most words.
 local postings, terms = {}, {}
-local function post(term, seq, expireAt)
+local function post(day, word, seq, expireAt)
+  local term = day .. ':' .. word
   local list = postings[term]
   if not list then
     list = { expireAt = expireAt }
@@ -21,7 +22,7 @@ local function post(term, seq, expireAt)
   list[#list + 1] = struct.pack('>I4', tonumber(seq))
 end
 local function failed(day, seq, expireAt)
-  post(base .. 'w:' .. day .. ':!failed', seq, expireAt)
+  post(day, '!failed', seq, expireAt)
 end
 -- Whether the newest of `handler`'s outcome lines in `text` says completed: the one a reader
 -- keeps (delivery-history.ts: by time, the later line of equal times).
@@ -79,14 +80,25 @@ for _, op in ipairs(ops) do
     if op.f then redis.call('HSET', ids, 'f:' .. op.f, seq) end
     redis.call('PEXPIREAT', ids, op.expireAt)
     redis.call('SET', base .. 'first:' .. op.day, seq, 'NX', 'PXAT', op.expireAt)
-    for word in string.gmatch(op.words, '%S+') do post(base .. 'w:' .. op.day .. ':' .. word, seq, op.expireAt) end
+    for word in string.gmatch(op.words, '%S+') do post(op.day, word, seq, op.expireAt) end
   end
 end
+-- An appended string keeps room to grow, as large again as itself, and never gives it back: how
+-- much depends on the sizes of the batches that made it (a day's word lists up to twice their
+-- bytes). So `w:` takes the newest numbers, and once it holds a sixteenth of what `o:` holds
+-- (SEAL_BYTES at least), both are written into `o:`, set whole, without room: a word's spare
+-- room stays within about an eighth of it, and each number is copied about 17 times in its day.
+local SEAL_BYTES = 1024
 for _, term in ipairs(terms) do
   local list = postings[term]
+  local newest, older = base .. 'w:' .. term, base .. 'o:' .. term
+  local length = redis.call('APPEND', newest, table.concat(list))
   -- A day's keys all expire at the same time: set it when the key is made.
-  if redis.call('APPEND', term, table.concat(list)) == 4 * #list then
-    redis.call('PEXPIREAT', term, list.expireAt)
+  if length == 4 * #list then redis.call('PEXPIREAT', newest, list.expireAt) end
+  if length >= SEAL_BYTES and length * 16 >= redis.call('STRLEN', older) then
+    local kept = redis.call('GET', older) or ''
+    redis.call('SET', older, kept .. redis.call('GET', newest), 'PXAT', list.expireAt)
+    redis.call('DEL', newest)
   end
 end
 return #ops
