@@ -175,6 +175,38 @@ it('sandbox with its --port in use names the option, in one sentence', async () 
   }
 });
 
+describe('one port for two listeners', () => {
+  it.each([
+    ['serve', { WEBHOOK_SECRET: 's' }],
+    ['start', { WEBHOOK_SECRET: 's', TRIAGE_RULES: RULES, TRIAGE_DRY_RUN: 'true' }],
+  ])('%s with PORT and METRICS_PORT alike names them, in one sentence', async (command, env) => {
+    const port = String(await freePort());
+    const result = await cli([command], {
+      ...env,
+      PORT: port,
+      METRICS_PORT: port,
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain(`METRICS_PORT: port ${port} is PORT's too`);
+    expectOneSentence(result.output);
+  });
+
+  it("start with PORT at the worker's default METRICS_PORT (9464) says so", async () => {
+    const result = await cli(['start'], {
+      WEBHOOK_SECRET: 's',
+      TRIAGE_RULES: RULES,
+      TRIAGE_DRY_RUN: 'true',
+      PORT: '9464',
+      METRICS_PORT: '', // unset: the worker's default
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain("METRICS_PORT: port 9464 is PORT's too");
+    expectOneSentence(result.output);
+  });
+});
+
 describe('a Redis where nothing listens', () => {
   it.each([[['quarantine', 'list']], [['deliveries', 'failed']]])(
     '%j says so in one sentence, not after the whole start timeout',
