@@ -175,6 +175,19 @@ it('sandbox with its --port in use names the option, in one sentence', async () 
   }
 });
 
+describe('a --limit past what Redis counts', () => {
+  it.each([[['deliveries', 'failed']], [['quarantine', 'list']], [['groups']]])(
+    '%j with --limit 1e20 is a usage error, before Redis is asked',
+    async (args) => {
+      const result = await cli([...args, '--limit', '1e20'], {
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      });
+      expect(result.code).toBe(2);
+      expect(result.output).toBe('feedback-receiver: --limit takes at most 9007199254740991\n');
+    },
+  );
+});
+
 describe('one port for two listeners', () => {
   it.each([
     ['serve', { WEBHOOK_SECRET: 's' }],
