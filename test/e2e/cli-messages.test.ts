@@ -188,6 +188,25 @@ describe('a --limit past what Redis counts', () => {
   );
 });
 
+describe('an option given twice', () => {
+  it.each([
+    ['groups', ['--project', 'prj_a', '--project=prj_b'], '--project'],
+    ['deliveries failed', ['--limit', '5', '--limit', '50'], '--limit'],
+    ['deliveries run-again', ['--handler', 'x', '--since', '24h', '--since', '1h'], '--since'],
+  ])(
+    '%s %j is a usage error naming it, before Redis is asked',
+    async (command, options, option) => {
+      const result = await cli([...command.split(' '), ...options], {
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      });
+      expect(result.code).toBe(2);
+      expect(result.output).toBe(
+        `feedback-receiver: ${option} is given more than once; give it once; see feedback-receiver ${command} --help\n`,
+      );
+    },
+  );
+});
+
 describe('one port for two listeners', () => {
   it.each([
     ['serve', { WEBHOOK_SECRET: 's' }],
