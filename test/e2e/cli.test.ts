@@ -134,6 +134,16 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(registered.output.split(generated)).toHaveLength(3); // the secret, and the serve line
   });
 
+  it("registers the receiver's route for a URL without a path, as send posts to it", async () => {
+    const registered = await cli(
+      ['hooks', 'register', '--project', 'prj_shop', '--url', 'http://127.0.0.1:9'],
+      { ...apiEnv(), WEBHOOK_SECRET: secret },
+    );
+    expect(registered.code, registered.output).toBe(0);
+    // The line shows the hook as the API answered it: the URL it was given.
+    expect(registered.output).toContain('-> http://127.0.0.1:9/webhooks/feedback\n');
+  });
+
   it("refuses a delivery signed with a wrong secret, and the sandbox's retry is seen", async () => {
     const wrongSecretFile = join(await mkdtemp(join(tmpdir(), 'hook-secret-')), 'secret');
     await writeFile(wrongSecretFile, 'not-the-receivers-secret\n', { mode: 0o600 });
