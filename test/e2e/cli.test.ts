@@ -405,7 +405,14 @@ describe('feedback-receiver usage', () => {
     ],
     [['deliveries', 'retry'], /give one run id or --all/],
     [['deliveries', 'run-again'], /deliveries run-again needs --handler/],
-    [['deliveries', 'run-again', '--handler', 'x', '--since', '1y'], /since: expected a number/],
+    [
+      ['deliveries', 'run-again', '--handler', 'x', '--since', '1y'],
+      /^feedback-receiver: --since: expected a number/,
+    ],
+    [
+      ['deliveries', 'run-again', '--handler', 'x', '--state', 'bogus'],
+      /^feedback-receiver: --state: Invalid option: expected one of "running"\|"done"\|"failed"; see feedback-receiver deliveries run-again --help\n$/,
+    ],
     [
       ['send', '--url', 'http://user:hunter2@127.0.0.1:1'],
       /^feedback-receiver: --url holds a user or password, which the receiver takes none of; see feedback-receiver send --help\n$/,
