@@ -28,13 +28,17 @@ export function requireOption(values: OptionValues, name: string, command: strin
   return value;
 }
 
-/** The `--limit` option of the listing commands: a whole number of at least 1. */
+/** The `--limit` option of the listing commands: a whole number of at least 1 (and a safe one). */
 export const LIMIT_OPTION = { limit: { type: 'string', default: '50' } } as const;
 
 export function parseLimit(values: OptionValues): number {
   const limit = Number(values.limit);
   if (!Number.isInteger(limit) || limit < 1) {
     throw new UsageError('--limit takes a whole number, 1 or more');
+  }
+  // Redis takes 64-bit counts: 1e20 reached it and came back as a script's error.
+  if (!Number.isSafeInteger(limit)) {
+    throw new UsageError(`--limit takes at most ${Number.MAX_SAFE_INTEGER}`);
   }
   return limit;
 }

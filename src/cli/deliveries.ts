@@ -88,8 +88,9 @@ how many runs it would queue and queues none. Effects may happen twice.`,
       state: values.state,
       since: values.since,
     });
+    // The selection's fields are this command's options, of the same names: said as options.
     if (!check.ok)
-      throw new UsageError(`${check.problem}; see feedback-receiver deliveries run-again --help`);
+      throw new UsageError(`--${check.problem}; see feedback-receiver deliveries run-again --help`);
     await withQueues(async ({ bulk }) => {
       const plan = await bulk.plan(check.selection);
       console.log(

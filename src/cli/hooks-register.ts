@@ -12,7 +12,8 @@ export const hooksRegisterCommand: Command = {
          [--event feedback.created] [--secret-file <path>] [--token-file <path>]
 
 Calls POST /v1/projects/{id}/hooks. The URL must be https (plain http only to
-localhost), e.g. https://hooks.example.com/webhooks/feedback. The hook's secret
+localhost), e.g. https://hooks.example.com/webhooks/feedback; a URL without a path
+gets /webhooks/feedback, the receiver's route. The hook's secret
 comes from --secret-file <path>, else from WEBHOOK_SECRET or WEBHOOK_SECRET_FILE
 (the first secret, as the receiver reads them), never from an argument, which
 would show in the process list and the shell's history. With none of them a

@@ -7,7 +7,10 @@ import { UsageError, type Command, type OptionValues } from './command.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-/** @throws {UsageError} for an option the command does not have, or one without its value. */
+/**
+ * @throws {UsageError} for an option the command does not have, one without its value, or one
+ *   given twice.
+ */
 export function parseCommandLine(
   command: Command,
   args: string[],
@@ -22,6 +25,7 @@ export function parseCommandLine(
     strict: false,
     tokens: true,
   });
+  const given = new Set<string>();
   for (const token of tokens) {
     if (token.kind !== 'option') continue;
     const option = Object.hasOwn(options, token.name) ? options[token.name] : undefined;
@@ -40,6 +44,12 @@ export function parseCommandLine(
     if (option.type === 'boolean' && token.value !== undefined) {
       throw new UsageError(`${token.rawName} takes no value; ${see}`);
     }
+    // No command takes an option's value more than once; parseArgs would keep the last
+    // silently (`groups --project a --project b` showing b alone).
+    if (option.type === 'string' && given.has(token.name)) {
+      throw new UsageError(`${token.rawName} is given more than once; give it once; ${see}`);
+    }
+    given.add(token.name);
   }
   let parsed: ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>;
   try {
@@ -49,6 +59,5 @@ export function parseCommandLine(
     throw new UsageError(`${(error as Error).message.split('\n')[0]}; ${see}`);
   }
   const { values, positionals } = parsed;
-  // No command declares an option that may be given more than once.
   return { values: values as OptionValues, positionals };
 }

@@ -36,3 +36,20 @@ export async function assertPortFree(
   }
   await new Promise((resolve) => server.close(resolve));
 }
+
+/**
+ * Fails when two of a process's listeners are set to the same port: the second listen would fail
+ * with EADDRINUSE after the first started (and, under `start`, after its Redis and worker did).
+ * Port 0 (any free port) never clashes.
+ *
+ * @throws {PortTakenError}
+ */
+export function assertPortsApart(
+  first: { variable: string; port: number },
+  second: { variable: string; port: number },
+): void {
+  if (first.port === 0 || first.port !== second.port) return;
+  throw new PortTakenError(
+    `${second.variable}: port ${second.port} is ${first.variable}'s too, and one port cannot serve both; set ${second.variable} to another port`,
+  );
+}

@@ -3,7 +3,7 @@ import { createLogger } from '../logger.js';
 import { startReceiver } from '../receiver.js';
 import { startTracing } from '../tracing/tracer.js';
 import type { Command } from './command.js';
-import { assertPortFree } from './port-free.js';
+import { assertPortFree, assertPortsApart } from './port-free.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
 export const serveCommand: Command = {
@@ -19,6 +19,10 @@ WEBHOOK_SECRET_FILE is required.`,
     // Said with the variable's name before anything starts, where listen would say EADDRINUSE.
     await assertPortFree('PORT', config.port, config.host);
     if (config.metricsPort !== undefined) {
+      assertPortsApart(
+        { variable: 'PORT', port: config.port },
+        { variable: 'METRICS_PORT', port: config.metricsPort },
+      );
       await assertPortFree('METRICS_PORT', config.metricsPort, config.host);
     }
     const logger = createLogger({

@@ -6,7 +6,7 @@ import { resolveHandlers, startWorker } from '../worker-process.js';
 import { startTracing } from '../tracing/tracer.js';
 import type { Command } from './command.js';
 import { startEmbeddedRedis } from './embedded-redis.js';
-import { assertPortFree } from './port-free.js';
+import { assertPortFree, assertPortsApart } from './port-free.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
 /** Where `start` keeps its own Redis's data when REDIS_URL is not set. */
@@ -27,6 +27,10 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
     // What can be wrong with the settings (the handlers, the rules file, a port in use) is found
     // before anything starts, so a failed start leaves nothing behind to stop.
     const handlers = await resolveHandlers(workerConfig);
+    assertPortsApart(
+      { variable: 'PORT', port: receiverConfig.port },
+      { variable: 'METRICS_PORT', port: workerConfig.metricsPort },
+    );
     await assertPortFree('PORT', receiverConfig.port, receiverConfig.host);
     await assertPortFree('METRICS_PORT', workerConfig.metricsPort);
     const logger = createLogger({

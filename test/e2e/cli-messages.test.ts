@@ -175,6 +175,70 @@ it('sandbox with its --port in use names the option, in one sentence', async () 
   }
 });
 
+describe('a --limit past what Redis counts', () => {
+  it.each([[['deliveries', 'failed']], [['quarantine', 'list']], [['groups']]])(
+    '%j with --limit 1e20 is a usage error, before Redis is asked',
+    async (args) => {
+      const result = await cli([...args, '--limit', '1e20'], {
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      });
+      expect(result.code).toBe(2);
+      expect(result.output).toBe('feedback-receiver: --limit takes at most 9007199254740991\n');
+    },
+  );
+});
+
+describe('an option given twice', () => {
+  it.each([
+    ['groups', ['--project', 'prj_a', '--project=prj_b'], '--project'],
+    ['deliveries failed', ['--limit', '5', '--limit', '50'], '--limit'],
+    ['deliveries run-again', ['--handler', 'x', '--since', '24h', '--since', '1h'], '--since'],
+  ])(
+    '%s %j is a usage error naming it, before Redis is asked',
+    async (command, options, option) => {
+      const result = await cli([...command.split(' '), ...options], {
+        REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+      });
+      expect(result.code).toBe(2);
+      expect(result.output).toBe(
+        `feedback-receiver: ${option} is given more than once; give it once; see feedback-receiver ${command} --help\n`,
+      );
+    },
+  );
+});
+
+describe('one port for two listeners', () => {
+  it.each([
+    ['serve', { WEBHOOK_SECRET: 's' }],
+    ['start', { WEBHOOK_SECRET: 's', TRIAGE_RULES: RULES, TRIAGE_DRY_RUN: 'true' }],
+  ])('%s with PORT and METRICS_PORT alike names them, in one sentence', async (command, env) => {
+    const port = String(await freePort());
+    const result = await cli([command], {
+      ...env,
+      PORT: port,
+      METRICS_PORT: port,
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain(`METRICS_PORT: port ${port} is PORT's too`);
+    expectOneSentence(result.output);
+  });
+
+  it("start with PORT at the worker's default METRICS_PORT (9464) says so", async () => {
+    const result = await cli(['start'], {
+      WEBHOOK_SECRET: 's',
+      TRIAGE_RULES: RULES,
+      TRIAGE_DRY_RUN: 'true',
+      PORT: '9464',
+      METRICS_PORT: '', // unset: the worker's default
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain("METRICS_PORT: port 9464 is PORT's too");
+    expectOneSentence(result.output);
+  });
+});
+
 describe('a Redis where nothing listens', () => {
   it.each([[['quarantine', 'list']], [['deliveries', 'failed']]])(
     '%j says so in one sentence, not after the whole start timeout',

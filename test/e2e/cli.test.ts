@@ -134,6 +134,16 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(registered.output.split(generated)).toHaveLength(3); // the secret, and the serve line
   });
 
+  it("registers the receiver's route for a URL without a path, as send posts to it", async () => {
+    const registered = await cli(
+      ['hooks', 'register', '--project', 'prj_shop', '--url', 'http://127.0.0.1:9'],
+      { ...apiEnv(), WEBHOOK_SECRET: secret },
+    );
+    expect(registered.code, registered.output).toBe(0);
+    // The line shows the hook as the API answered it: the URL it was given.
+    expect(registered.output).toContain('-> http://127.0.0.1:9/webhooks/feedback\n');
+  });
+
   it("refuses a delivery signed with a wrong secret, and the sandbox's retry is seen", async () => {
     const wrongSecretFile = join(await mkdtemp(join(tmpdir(), 'hook-secret-')), 'secret');
     await writeFile(wrongSecretFile, 'not-the-receivers-secret\n', { mode: 0o600 });
@@ -395,7 +405,14 @@ describe('feedback-receiver usage', () => {
     ],
     [['deliveries', 'retry'], /give one run id or --all/],
     [['deliveries', 'run-again'], /deliveries run-again needs --handler/],
-    [['deliveries', 'run-again', '--handler', 'x', '--since', '1y'], /since: expected a number/],
+    [
+      ['deliveries', 'run-again', '--handler', 'x', '--since', '1y'],
+      /^feedback-receiver: --since: expected a number/,
+    ],
+    [
+      ['deliveries', 'run-again', '--handler', 'x', '--state', 'bogus'],
+      /^feedback-receiver: --state: Invalid option: expected one of "running"\|"done"\|"failed"; see feedback-receiver deliveries run-again --help\n$/,
+    ],
     [
       ['send', '--url', 'http://user:hunter2@127.0.0.1:1'],
       /^feedback-receiver: --url holds a user or password, which the receiver takes none of; see feedback-receiver send --help\n$/,
