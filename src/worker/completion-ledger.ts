@@ -54,6 +54,12 @@ export interface CompletionLedger {
   succeeded(successKey: string, jobId: string, rememberedFrom: number): void;
   /** BullMQ recorded the run's job as completed (another job of the same key confirms nothing). */
   confirmed(successKey: string, jobId: string): void;
+  /**
+   * BullMQ refused to finish a job of this worker's for want of its lock (it expired, or another
+   * worker holds it now): its job may be taken up again at once, not a lock's time from now, so
+   * the successes not confirmed yet get their markers now. It names no job: all of them do.
+   */
+  lockLost(): void;
   /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
   holds(successKey: string): boolean;
   /** Whether this run's handler is known to have succeeded already: held, or marked in Redis. */
@@ -287,9 +293,9 @@ export function createCompletionLedger({
     if (held.size > 0) void writeBatch();
   };
 
-  // A completion can be refused while the connection stays up (the job's lock was lost, or its
-  // worker's own connection cut): a success BullMQ has not confirmed for a while gets its marker,
-  // before the job's lock can expire and another worker take it up.
+  // A completion can be refused while the connection stays up (its worker's own connection cut):
+  // a success BullMQ has not confirmed for a while gets its marker, before the job's lock can
+  // expire and another worker take it up. One refused for a lost lock is `lockLost`'s, at once.
   const sweep = setInterval(() => {
     const late = toBeWritten(clock() - confirmWithinMs);
     prune();
@@ -327,6 +333,9 @@ export function createCompletionLedger({
         success.stage = 'unwritten';
         void writeBatch();
       }
+    },
+    lockLost() {
+      if (toBeWritten() > 0) void writeBatch();
     },
     marksEverySuccess: replicated,
     holds,
