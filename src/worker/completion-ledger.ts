@@ -46,11 +46,20 @@ export interface CompletionLedger {
   /**
    * The handler of this run returned. Its marker, if one is written, lasts DEDUPE_TTL_SECONDS
    * from `rememberedFrom` (ms): for a run's first life, the delivery's receipt, as its
-   * deduplication does (a delivery received again after that is a new one, and runs again).
+   * deduplication does (a delivery received again after that is a new one, and runs again). And
+   * at least as long as the success may be held: the run's own job, whose completion Redis
+   * refused or a failover lost, comes back however old its delivery is (a run that waited in a
+   * paused queue past DEDUPE_TTL_SECONDS), and must find it.
    */
   succeeded(successKey: string, jobId: string, rememberedFrom: number): void;
   /** BullMQ recorded the run's job as completed (another job of the same key confirms nothing). */
   confirmed(successKey: string, jobId: string): void;
+  /**
+   * BullMQ refused to finish a job of this worker's for want of its lock (it expired, or another
+   * worker holds it now): its job may be taken up again at once, not a lock's time from now, so
+   * the successes not confirmed yet get their markers now. It names no job: all of them do.
+   */
+  lockLost(): void;
   /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
   holds(successKey: string): boolean;
   /** Whether this run's handler is known to have succeeded already: held, or marked in Redis. */
@@ -211,13 +220,9 @@ export function createCompletionLedger({
    * waits for replicas once, and forgets the successes they confirmed. Its callers prune first.
    */
   const writeMarkers = async () => {
-    const now = clock();
     const toWrite: [string, Held][] = [];
-    for (const [key, success] of held) {
-      // A first life's delivery no longer remembered needs no marker: it would be a new one now.
-      if (success.expiresAt <= now) held.delete(key);
-      else if (needsWrite(success)) toWrite.push([key, success]);
-    }
+    // Each held success expires after now: at least as long as it may be held, pruned first.
+    for (const [key, success] of held) if (needsWrite(success)) toWrite.push([key, success]);
     const on = generation;
     if (toWrite.length > 0) {
       const pipeline = markers.pipeline();
@@ -288,9 +293,9 @@ export function createCompletionLedger({
     if (held.size > 0) void writeBatch();
   };
 
-  // A completion can be refused while the connection stays up (the job's lock was lost, or its
-  // worker's own connection cut): a success BullMQ has not confirmed for a while gets its marker,
-  // before the job's lock can expire and another worker take it up.
+  // A completion can be refused while the connection stays up (its worker's own connection cut):
+  // a success BullMQ has not confirmed for a while gets its marker, before the job's lock can
+  // expire and another worker take it up. One refused for a lost lock is `lockLost`'s, at once.
   const sweep = setInterval(() => {
     const late = toBeWritten(clock() - confirmWithinMs);
     prune();
@@ -308,10 +313,11 @@ export function createCompletionLedger({
         held.delete(held.keys().next().value!);
         letGo += 1;
       }
+      const since = clock();
       held.set(successKey, {
         jobId,
-        since: clock(),
-        expiresAt: rememberedFrom + ttlSeconds * 1000,
+        since,
+        expiresAt: Math.max(rememberedFrom + ttlSeconds * 1000, since + holdAtMostMs),
         stage: 'unconfirmed',
         generation,
       });
@@ -327,6 +333,9 @@ export function createCompletionLedger({
         success.stage = 'unwritten';
         void writeBatch();
       }
+    },
+    lockLost() {
+      if (toBeWritten() > 0) void writeBatch();
     },
     marksEverySuccess: replicated,
     holds,

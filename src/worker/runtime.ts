@@ -5,7 +5,7 @@
  * connection after a failover by itself (docs/high-availability.md): nothing here watches it.
  */
 import { randomUUID } from 'node:crypto';
-import { Queue, Worker, type Job } from 'bullmq';
+import { ErrorCode, Queue, Worker, type Job } from 'bullmq';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -296,7 +296,10 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
           settings: { backoffStrategy: runs.backoff },
         }),
       )
-        .on('error', onError)
+        .on('error', (error: Error) => {
+          onError(error);
+          if (isLockLost(error)) completions.lockLost();
+        })
         .on('completed', (job) => {
           const successKey = successKeyOf(job);
           if (successKey) completions.confirmed(successKey, job.id!);
@@ -354,6 +357,15 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     'worker started',
   );
   return { deliveries, runQueues, close };
+}
+
+/**
+ * BullMQ's error for a job whose lock this worker no longer has ("Missing lock", or another
+ * worker's): a completion it refused, whose job the stalled check hands to a worker again.
+ */
+function isLockLost(error: Error): boolean {
+  const { code } = error as { code?: unknown };
+  return code === ErrorCode.JobLockNotExist || code === ErrorCode.JobLockMismatch;
 }
 
 /** A global rate limit on a handler's queue is counted over its workers' limiter's duration: say so. */

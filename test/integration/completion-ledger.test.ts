@@ -15,6 +15,7 @@ import {
 import { succeededMarkerKey } from '../../src/runs/run-queues.js';
 import {
   createCompletionLedger,
+  HOLD_AT_MOST_MS,
   type CompletionLedger,
 } from '../../src/worker/completion-ledger.js';
 import { startPrimaryWithReplica, type ReplicatedRedis } from '../helpers/redis-topologies.js';
@@ -44,12 +45,17 @@ afterAll(async () => {
   await redis.stop();
 });
 
-function openLedger(replicas: number, on: RedisConnection = connection, confirmWithinMs?: number) {
+function openLedger(
+  replicas: number,
+  on: RedisConnection = connection,
+  confirmWithinMs?: number,
+  ttlSeconds = 60,
+) {
   const prefix = `ledger-${randomUUID()}`;
   const ledger = createCompletionLedger({
     connection: on,
     prefix,
-    ttlSeconds: 60,
+    ttlSeconds,
     logger,
     acks: { replicas, timeoutMs: 200 },
     ...(confirmWithinMs ? { confirmWithinMs } : {}),
@@ -137,15 +143,25 @@ it('writes a marker for a success BullMQ does not confirm in time, the connectio
   expect(ledger.holds('run-7'), 'let go once written').toBe(false);
 });
 
-it('writes a marker that lasts as long as the delivery is remembered, and none once it is not', async () => {
-  const { ledger, marker } = openLedger(0); // DEDUPE_TTL_SECONDS 60
-  ledger.succeeded('run-9', 'job-9', Date.now() - 30_000);
-  ledger.succeeded('run-10', 'job-10', Date.now() - 61_000);
+it('writes a marker that lasts as long as the delivery is remembered', async () => {
+  const { ledger, marker } = openLedger(0, connection, undefined, 3_600); // DEDUPE_TTL_SECONDS
+  ledger.succeeded('run-9', 'job-9', Date.now() - 1_800_000);
   await ledger.close();
   const ttl = await connection.pttl(marker('run-9'));
-  expect(ttl, "what is left of the delivery's 60 s").toBeGreaterThan(25_000);
-  expect(ttl).toBeLessThanOrEqual(30_000);
-  expect(await connection.exists(marker('run-10')), 'a delivery no longer remembered').toBe(0);
+  expect(ttl, "what is left of the delivery's hour").toBeGreaterThan(1_795_000);
+  expect(ttl).toBeLessThanOrEqual(1_800_000);
+});
+
+it('writes a marker for an unconfirmed success whose delivery is no longer remembered: its job comes back', async () => {
+  // A run that waited in its queue past DEDUPE_TTL_SECONDS (a paused queue, a backlog), whose
+  // completion Redis refused: its own job runs again once its lock expires, and asks for this.
+  const { ledger, marker } = openLedger(0); // DEDUPE_TTL_SECONDS 60
+  ledger.succeeded('run-10', 'job-10', Date.now() - 61_000);
+  await ledger.close();
+  expect(await connection.exists(marker('run-10')), 'its own job may come back').toBe(1);
+  const ttl = await connection.pttl(marker('run-10'));
+  expect(ttl, 'as long as the ledger would have held it').toBeGreaterThan(HOLD_AT_MOST_MS - 5_000);
+  expect(ttl).toBeLessThanOrEqual(HOLD_AT_MOST_MS);
 });
 
 it('writes a marker at close for a success BullMQ has not confirmed', async () => {
