@@ -3,6 +3,7 @@
  * Chinese, Japanese and Thai, written without spaces, give overlapping pairs of characters.
  * Punctuation, control characters and emoji separate words and are never part of one.
  */
+import { eachAsciiWord } from '../ascii-words.js';
 
 /** Shorter words ("a", "i", the parts of "2.53.7") say nothing of a problem. */
 export const MIN_WORD_LENGTH = 2;
@@ -47,19 +48,10 @@ export function tokenize(text: string, maxWords = MAX_WORDS_PER_TEXT): string[] 
 
 /** The runs of a-z and 0-9 of a lowercased 7-bit text, as tokenize takes them. */
 function sevenBitWords(text: string, words: string[], maxWords: number): string[] {
-  let start = -1;
-  for (let i = 0; i <= text.length; i += 1) {
-    const unit = i < text.length ? text.charCodeAt(i) : 0;
-    if ((unit >= 0x61 && unit <= 0x7a) || (unit >= 0x30 && unit <= 0x39)) {
-      if (start === -1) start = i;
-      continue;
-    }
-    if (start !== -1 && i - start >= MIN_WORD_LENGTH) {
-      words.push(text.slice(start, i));
-      if (words.length >= maxWords) return words;
-    }
-    start = -1;
-  }
+  eachAsciiWord(text, MIN_WORD_LENGTH, Infinity, (start, end) => {
+    words.push(text.slice(start, end));
+    return words.length < maxWords;
+  });
   return words;
 }
 

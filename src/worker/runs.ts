@@ -150,10 +150,10 @@ export function createRuns(options: RunsOptions): Runs {
       'feedback.handlers': names.join(','),
     });
     // Each run logs its own line with the delivery's key; a delivery no handler took says so.
-    logger[names.length === 0 ? 'info' : 'debug'](
-      { deliveryKey: delivery.key, handlers: names },
-      'delivery routed',
-    );
+    const level = names.length === 0 ? 'info' : 'debug';
+    if (logger.isLevelEnabled(level)) {
+      logger[level]({ deliveryKey: delivery.key, handlers: names }, 'delivery routed');
+    }
     return { handlers: names };
   };
 
@@ -191,7 +191,7 @@ export function createRuns(options: RunsOptions): Runs {
       handler: handler.name,
       attempt: job.attemptsMade + 1,
     };
-    const startedAt = new Date().toISOString();
+    const startedAtMs = Date.now();
     const started = performance.now();
     const { result, decision } = await inSpan(
       `handler ${handler.name}`,
@@ -224,7 +224,7 @@ export function createRuns(options: RunsOptions): Runs {
       const record: AttemptRecord = {
         attempt: bindings.attempt,
         of: job.opts.attempts ?? handler.attempts,
-        startedAt,
+        startedAt: new Date(startedAtMs).toISOString(),
         ms,
         outcome,
         ...(result.ok ? {} : { error: describe(result.error) }),
@@ -402,6 +402,8 @@ function traceDecision(span: TraceSpan, result: AttemptResult, decision: RunDeci
  */
 function report(logger: Logger, bindings: RunBindings, ms: number, decision: RunDecision): void {
   const { outcome, level, message } = REPORTED[decision.kind];
+  // A completed run's line is at debug: off in production, where its fields need not be made.
+  if (!logger.isLevelEnabled(level)) return;
   // Field by field, not a spread of the bindings: on Node 20, fields added after a leading
   // spread cost ~1.5 µs a line, every run's.
   logger[level](

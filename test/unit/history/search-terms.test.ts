@@ -45,6 +45,15 @@ describe('wordsOf', () => {
     }
   });
 
+  it('leaves out every stop word, however often said, and keeps the words next to them', () => {
+    expect(wordsOf('The cart and THE basket, then their theirs; the end')).toEqual([
+      'cart',
+      'basket',
+      'theirs',
+      'end',
+    ]);
+  });
+
   it('reads text beyond ASCII by letters and digits of any script', () => {
     expect(wordsOf('Café ÉTÉ naïve 東京')).toEqual(['café', 'été', 'naïve', '東京']);
   });
