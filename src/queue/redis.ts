@@ -307,12 +307,39 @@ const REFUSING_WRITES = new Set([
 ]);
 
 /**
+ * Codes of the socket errors of a connection to a Redis that is away: refused, reset, timed out,
+ * unreachable, its name not found. A connection reports them as it retries.
+ */
+const SOCKET_FAILURES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * Whether `error`, reported by `connection` or thrown by one of its commands, is one of a lost
+ * connection rather than a Redis that answered: the connection is not ready (refused, lost,
+ * reconnecting), or a socket failed (another connection to the same Redis may report it after
+ * this one is ready again).
+ */
+export function isConnectionLost(connection: RedisConnection, error: unknown): boolean {
+  if (connection.status !== 'ready') return true;
+  const code = error instanceof Error ? (error as NodeJS.ErrnoException).code : undefined;
+  return code !== undefined && SOCKET_FAILURES.has(code);
+}
+
+/**
  * Whether `error`, thrown by a command on `connection`, means Redis is unavailable rather than
- * that the command was wrong: the connection is not ready (refused, lost, reconnecting), the
- * command timed out, or Redis answered with an error code of a Redis refusing writes.
+ * that the command was wrong: the connection is lost, the command timed out, or Redis answered
+ * with an error code of a Redis refusing writes.
  */
 export function isRedisUnavailable(connection: RedisConnection, error: unknown): boolean {
-  if (connection.status !== 'ready') return true;
+  if (isConnectionLost(connection, error)) return true;
   if (!(error instanceof Error)) return false;
   // ioredis rejects a command past `commandTimeout` with a plain Error and this message only.
   if (error.message === 'Command timed out') return true;

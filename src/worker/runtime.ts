@@ -22,6 +22,7 @@ import {
   CLOSE_WITHIN_MS,
   closeConnection,
   duplicateConnection,
+  isConnectionLost,
   settlesWithin,
   type RedisConnection,
 } from '../queue/redis.js';
@@ -242,7 +243,6 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     stalledInterval: lockDuration,
     maxStalledCount: MAX_STALLED_COUNT,
   };
-  const onError = (error: Error) => logger.warn({ error: error.message }, 'worker error');
   /**
    * Each worker on a connection of its own (a duplicate of the process's): abandoning one cuts
    * off only that one, while the queues, the completion ledger and the history writer keep the
@@ -250,11 +250,18 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
    */
   const startWorker = (make: (own: RedisConnection) => Worker) => {
     const own = duplicateConnection(connection);
-    // The process's connection already reports an outage; this one's errors are the same ones.
+    // The process's connection already reports an outage, once, and its end; this one's errors
+    // are the same ones.
     own.on('error', (error: Error) =>
       logger.debug({ error: error.message }, 'worker connection error'),
     );
-    return { worker: make(own), own };
+    // A BullMQ worker emits the errors of its connections (this one and the blocking one it adds)
+    // at every reconnect attempt: those of an outage are the same ones again. Anything else is news.
+    const onError = (error: Error) => {
+      const outage = isConnectionLost(own, error) || isConnectionLost(connection, error);
+      logger[outage ? 'debug' : 'warn']({ error: error.message }, 'worker error');
+    };
+    return { worker: make(own).on('error', onError), own };
   };
 
   const deadLetterDrops = watchForFullDeadLetters({ logger });
@@ -280,9 +287,11 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, withTelemetry({ connection, prefix }));
   deliveries.on('error', onQueueError);
   const deliveriesWorker = startWorker((own) =>
-    new Worker(DELIVERIES_QUEUE, runs.route, withTelemetry({ ...workerOptions, connection: own }))
-      .on('error', onError)
-      .on('failed', (job) => job && failedForGood(job, ROUTING, deliveries)),
+    new Worker(
+      DELIVERIES_QUEUE,
+      runs.route,
+      withTelemetry({ ...workerOptions, connection: own }),
+    ).on('failed', (job) => job && failedForGood(job, ROUTING, deliveries)),
   );
   const handlerWorkers = handlers.map((handler) =>
     startWorker((own) =>
@@ -296,8 +305,8 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
           settings: { backoffStrategy: runs.backoff },
         }),
       )
+        // Logged by startWorker; a refused completion for a lost lock also writes the markers.
         .on('error', (error: Error) => {
-          onError(error);
           if (isLockLost(error)) completions.lockLost();
         })
         .on('completed', (job) => {

@@ -74,6 +74,8 @@ export interface TestWorkerEnv {
   readonly quarantine: Quarantine;
   /** The producer's connection, for reads of the test's own. */
   readonly connection: RedisConnection;
+  /** Each started worker's connection, in the order they started: to watch its reconnects. */
+  readonly workerConnections: readonly RedisConnection[];
   /** DEDUPE_TTL_SECONDS of the producer and of every worker: how long the history keeps. */
   readonly dedupeTtlSeconds: number;
   close(): Promise<void>;
@@ -113,9 +115,11 @@ export async function createTestWorkerEnv({
     timeout: 5_000,
   });
   await producer.queue.waitUntilReady();
+  // The connection logs an outage; without a listener BullMQ prints each of its errors to stderr.
+  producer.queue.on('error', () => {});
 
   const runtimes: WorkerRuntime[] = [];
-  const connections = [producerConnection];
+  const workerConnections: RedisConnection[] = [];
   const unlimitedApi = createApiClient({ baseUrl: undefined, token: undefined });
   let runQueues: RunQueues | undefined;
 
@@ -126,6 +130,7 @@ export async function createTestWorkerEnv({
     producer,
     quarantine: createQuarantine({ connection: producerConnection, prefix }),
     connection: producerConnection,
+    workerConnections,
     dedupeTtlSeconds,
     async historyHolds(count, timeoutMs = 10_000) {
       const history = createHistorySearch({
@@ -165,7 +170,7 @@ export async function createTestWorkerEnv({
       trimEveryMs,
     }) {
       const connection = createWorkerConnection(url, logger);
-      connections.push(connection);
+      workerConnections.push(connection);
       const runtime = await startWorkerRuntime({
         connection,
         prefix,
@@ -212,7 +217,7 @@ export async function createTestWorkerEnv({
     async close() {
       await Promise.all(runtimes.map((runtime) => runtime.close(1_000)));
       await producer.close();
-      for (const connection of connections) connection.disconnect();
+      for (const connection of [producerConnection, ...workerConnections]) connection.disconnect();
     },
   };
   return env;
