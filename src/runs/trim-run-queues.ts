@@ -48,6 +48,11 @@ export async function trimRunQueues(
       const ageSeconds = keptAgeSeconds(keep);
       if (ageSeconds === undefined) continue;
       const graceMs = Math.max(ageSeconds, dedupeTtlSeconds) * 1000;
+      // `clean` adds a `cleaned` event to the queue's stream at each call, with runs to remove
+      // or none, and only adding a job trims that stream: a retired handler's would grow at
+      // every pass. So it is called only when the oldest finished run is past its time.
+      const [oldest] = await queue.getJobs([state], 0, 0, true);
+      if (!oldest?.finishedOn || oldest.finishedOn > Date.now() - graceMs) continue;
       const ids = await queue.clean(graceMs, mostPerPass, state);
       if (ids.length === 0) continue;
       removed += ids.length;

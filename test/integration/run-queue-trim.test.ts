@@ -78,12 +78,15 @@ it('removes no finished run whose deduplication marker still counts: routing aga
     interval: 50,
   });
 
+  const events = `${env.prefix}:${queue.name}:events`;
+  const eventsBefore = await env.connection.xlen(events);
   const removed = await trimRunQueues([queue], {
     retention: ONE_SECOND,
     dedupeTtlSeconds: env.dedupeTtlSeconds,
     logger: createLogger({ level: 'info', destination: { write: () => undefined } }),
   });
   expect(removed, 'runs removed').toBe(0);
+  expect(await env.connection.xlen(events), "the queue's events").toBe(eventsBefore);
 
   // Routing the delivery again (a crash before its job completed, or a retry) adds nothing.
   const deliveryJobId = run!.id!.slice(0, run!.id!.lastIndexOf('.gone'));
@@ -94,4 +97,22 @@ it('removes no finished run whose deduplication marker still counts: routing aga
     { dedupeTtlSeconds: env.dedupeTtlSeconds, retention: ONE_SECOND },
   );
   expect(await queue.getJobCounts('completed', 'waiting')).toEqual({ completed: 1, waiting: 0 });
+});
+
+it("adds nothing to a queue's event stream in a pass with nothing to remove", async () => {
+  const env = await startTestWorkerEnv({ dedupeTtlSeconds: 1 });
+  const runQueues = createRunQueues(env.connection, env.prefix);
+  onTestFinished(() => runQueues.close());
+  // A retired handler's queue: no job is added to it any more, and so nothing trims its stream.
+  const queue = runQueues.of('retired');
+  const events = `${env.prefix}:${queue.name}:events`;
+  const options = {
+    retention: ONE_SECOND,
+    dedupeTtlSeconds: env.dedupeTtlSeconds,
+    logger: createLogger({ level: 'info', destination: { write: () => undefined } }),
+  };
+  for (let pass = 0; pass < 3; pass += 1) {
+    expect(await trimRunQueues([queue], options), 'runs removed').toBe(0);
+  }
+  expect(await env.connection.xlen(events), "the queue's events").toBe(0);
 });
