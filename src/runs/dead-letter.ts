@@ -34,9 +34,10 @@ export interface DeadLetter {
    */
   retry(id: string): Promise<boolean>;
   /**
-   * Queues again every job that was failed when it was called, oldest first, each once (one that
-   * fails again meanwhile waits for the next call), at most MOST_IN_A_RETRY_ALL; returns how many
-   * it queued again.
+   * Queues again every job that was failed when it was called, each once (one that fails again
+   * meanwhile waits for the next call), at most MOST_IN_A_RETRY_ALL: queue by queue (the failed
+   * routings, then each handler's runs by name), the oldest of each first. Returns how many it
+   * queued again.
    */
   retryAll(): Promise<number>;
   /**
@@ -51,7 +52,7 @@ export interface DeadLetter {
 /** How many of the newest failed jobs a group retry looks through. */
 export const MOST_IN_A_GROUP_RETRY = 5_000;
 
-/** How many failed jobs one retry-all takes, the oldest first: the rest wait for the next. */
+/** How many failed jobs one retry-all takes, queue by queue: the rest wait for the next. */
 export const MOST_IN_A_RETRY_ALL = 100_000;
 
 export interface DeadLetterGroup {
