@@ -25,6 +25,21 @@ export const DELIVERY_JOB_RETENTION: JobRetention = {
 export type JobRetention = Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'>;
 
 /**
+ * What one state's retention keeps (BullMQ's `removeOnComplete` or `removeOnFail`): jobs no older
+ * than `ageSeconds`, at most `count` of them; each undefined where it sets no such bound.
+ */
+export function keptBy(keep: JobRetention['removeOnFail']): {
+  readonly ageSeconds: number | undefined;
+  readonly count: number | undefined;
+} {
+  if (typeof keep === 'number')
+    return { ageSeconds: undefined, count: keep > 0 ? keep : undefined };
+  if (typeof keep !== 'object') return { ageSeconds: undefined, count: undefined };
+  const count = keep.count !== undefined && keep.count > 0 ? keep.count : undefined;
+  return { ageSeconds: 'age' in keep ? keep.age : undefined, count };
+}
+
+/**
  * How often routing a delivery is tried: it fails only when Redis refuses to add its runs (out of
  * memory, a replica that was a primary a moment ago), which a failover or a few seconds mend.
  * After 1 + 2 + 4 + 8 s of backoff it waits in the dead letter for an operator.

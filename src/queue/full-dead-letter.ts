@@ -6,7 +6,7 @@
  */
 import type { Job, Queue } from 'bullmq';
 import type { Logger } from '../logger.js';
-import type { JobRetention } from './deliveries-queue.js';
+import { keptBy } from './deliveries-queue.js';
 
 /** A full dead letter is said at most this often per queue. */
 export const WARN_EVERY_MS = 60_000;
@@ -34,7 +34,7 @@ export function watchForFullDeadLetters({
   // One count per queue at a time: jobs failing together need not each count.
   const counting = new Set<string>();
   return async (queue, job) => {
-    const cap = keptCount(job.opts.removeOnFail);
+    const cap = keptBy(job.opts.removeOnFail).count;
     const warned = warnedAt.get(queue.name);
     if (cap === undefined || (warned !== undefined && now() - warned < warnEveryMs)) return;
     if (counting.has(queue.name)) return;
@@ -55,12 +55,4 @@ export function watchForFullDeadLetters({
       `the dead letter of queue ${queue.name} is full: it keeps ${cap} failed jobs, and BullMQ drops the oldest as each new one fails; retry or remove them (deliveries retry, the console)`,
     );
   };
-}
-
-/** How many failed jobs a retention keeps; undefined when it keeps them all, or none. */
-function keptCount(keep: JobRetention['removeOnFail']): number | undefined {
-  if (typeof keep === 'number') return keep > 0 ? keep : undefined;
-  return typeof keep === 'object' && keep.count !== undefined && keep.count > 0
-    ? keep.count
-    : undefined;
 }

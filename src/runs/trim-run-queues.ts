@@ -9,7 +9,7 @@
  * handler is an acknowledged delivery's work, and waits for a worker that has it.
  */
 import type { Queue } from 'bullmq';
-import type { JobRetention } from '../queue/deliveries-queue.js';
+import { keptBy, type JobRetention } from '../queue/deliveries-queue.js';
 import type { Logger } from '../logger.js';
 
 /** Most runs one pass removes from one queue, in each of its finished states. */
@@ -45,7 +45,7 @@ export async function trimRunQueues(
   let removed = 0;
   for (const queue of queues) {
     for (const [state, keep] of states) {
-      const ageSeconds = keptAgeSeconds(keep);
+      const { ageSeconds } = keptBy(keep);
       if (ageSeconds === undefined) continue;
       const graceMs = Math.max(ageSeconds, dedupeTtlSeconds) * 1000;
       // `clean` adds a `cleaned` event to the queue's stream at each call, with runs to remove
@@ -63,9 +63,4 @@ export async function trimRunQueues(
     }
   }
   return removed;
-}
-
-/** The age a retention keeps finished jobs for, in seconds; undefined when it keeps no age. */
-function keptAgeSeconds(keep: JobRetention['removeOnComplete']): number | undefined {
-  return typeof keep === 'object' && 'age' in keep ? keep.age : undefined;
 }
