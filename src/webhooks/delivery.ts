@@ -12,7 +12,8 @@ export const FEEDBACK_CREATED = 'feedback.created';
 export interface Delivery {
   /** Identifies the delivery across retries: the sender's message id, or event and record id. */
   readonly key: string;
-  readonly event: typeof FEEDBACK_CREATED;
+  /** The receiver queues `feedback.created` only; a later release may queue other events. */
+  readonly event: string;
   /** When the receiver accepted it, ISO 8601 UTC. */
   readonly receivedAt: string;
   readonly record: FeedbackRecord;
@@ -31,14 +32,16 @@ export interface DeliveryReceipt {
  * A delivery as the queue holds it. Its record was validated against the whole schema where it
  * came in (the signed route, or a quarantine replay); a job from an older version, or one added by
  * hand, must still be shaped as a delivery before any handler sees it: a key, the event, when it
- * was received, and a record that is an object with a valid id. The record is checked no deeper
+ * was received, and a record that is an object with a valid id. Any event: one a later release's
+ * receiver queues is routed and run by this release's workers too, during a rolling deploy
+ * (docs/runs.md), where refusing it would put the delivery in the dead letter. The record is checked no deeper
  * and passed on as it is: checking every field again would repeat, on the worker's hot path and
  * for every job, what was done once already where the record came in.
  */
 const RECORD_ID = FeedbackRecordSchema.shape.id;
 const DeliverySchema = z.object({
   key: z.string().min(1),
-  event: z.literal(FEEDBACK_CREATED),
+  event: z.string().min(1),
   receivedAt: z.iso.datetime(),
   record: z.custom<FeedbackRecord>(
     (value) =>

@@ -3,8 +3,9 @@
  *
  * 1. Routing (a `deliveries` job) asks each handler of the event whether it wants the record,
  *    adds one job to each taking handler's queue (`runs-<handler>`), and completes. It runs no
- *    handler. The handlers only other running workers have (the roster) get a run too: their
- *    `where()` is asked at the run's first attempt.
+ *    handler. The handlers of the event only other running workers have (the roster), or have
+ *    with the event where this worker's lack it (a rolling deploy), get a run too: their `where()`
+ *    is asked at the run's first attempt, by a worker whose handler lists the event.
  * 2. Every attempt of a run, the first included, is made by `run`, the processor of the workers
  *    of the handlers' queues. What an attempt's outcome means is decided by run-policy.ts and
  *    applied with BullMQ's own moves: return (completed), throw (retry, after the handler's
@@ -15,6 +16,7 @@
  *    asks the completion ledger first (completion-ledger.ts).
  */
 import {
+  DelayedError,
   RATE_LIMIT_ERROR,
   UnrecoverableError,
   WaitingError,
@@ -71,11 +73,8 @@ export type RunsOptions = Pick<
   readonly history: HistoryWriter;
   /** Groups each routed delivery with similar ones; undefined when SIMILAR=off. */
   readonly similar: SimilarGrouping | undefined;
-  /**
-   * The handlers other running workers have and this one lacks (the roster): routing adds their
-   * runs too, and their `where()` is asked at the run's first attempt, by a worker that has it.
-   */
-  readonly elsewhere: () => readonly RosterEntry[];
+  /** The handlers of the running workers, this one's included (the roster). */
+  readonly roster: RunningHandlers;
   /**
    * With SIMILAR on: the facts a run sees when it starts, given those it was added with (its
    * routing's): the same, with its group's first as it is now (similar-groups.ts `whenRunning`).
@@ -86,6 +85,18 @@ export type RunsOptions = Pick<
     | ((deliveryKey: string, project: string, routed: SimilarFacts) => Promise<SimilarFacts>)
     | undefined;
 };
+
+/**
+ * The running workers' handlers, one entry per name with the events of any worker's (so a rolling
+ * deploy that adds an event to a handler counts the event as soon as one worker's handler has it).
+ */
+export interface RunningHandlers {
+  /** As last read; the runtime reads them every `everyMs`. */
+  running(): readonly RosterEntry[];
+  /** Reads them now. */
+  read(): Promise<readonly RosterEntry[]>;
+  readonly everyMs: number;
+}
 
 export interface Runs {
   /** The `deliveries` worker's processor. */
@@ -116,6 +127,14 @@ const REPORTED: Record<
   },
 };
 
+/**
+ * How long a run left to a worker whose handler lists its event waits before a worker takes it
+ * again (any worker of the handler may): with n workers that lack the event for each that has
+ * it, it waits about n s, and each such worker takes it once a second at most. Shorter when the
+ * roster is read more often (tests).
+ */
+const LEFT_FOR_MS = 1_000;
+
 export function createRuns(options: RunsOptions): Runs {
   const { handlers, runQueues, completions, history, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
@@ -126,11 +145,17 @@ export function createRuns(options: RunsOptions): Runs {
     const check = readDelivery(job.data);
     if (!check.ok) throw notADelivery(logger, job, check.issues);
     const { delivery } = check;
+    const own = handlers.filter((handler) => handler.events.includes(delivery.event));
     const taking = [
-      ...handlers.filter(
-        (handler) => handler.events.includes(delivery.event) && wants(handler, delivery),
-      ),
-      ...options.elsewhere().filter((other) => other.events?.includes(delivery.event)),
+      ...own.filter((handler) => wants(handler, delivery)),
+      // Those of the event that only other workers have, or whose events here lack it (another
+      // release's): their `where()` is asked at the run's first attempt, by a worker that has them.
+      ...options.roster
+        .running()
+        .filter(
+          (entry) =>
+            entry.events?.includes(delivery.event) && !own.some(({ name }) => name === entry.name),
+        ),
     ];
     // Before the runs are added, so that each carries its facts. A grouping that fails (Redis
     // away) fails the routing job, which BullMQ retries; a routing that runs again is grouped once.
@@ -164,6 +189,23 @@ export function createRuns(options: RunsOptions): Runs {
     const handler = byName.get(job.name);
     // Each handler's queue holds its runs only; a job named otherwise was added by hand.
     if (!handler) throw toDeadLetter(`no handler named "${job.name}" takes this queue's runs`);
+    // Its event is not one this worker's handler was written for, but another running worker's
+    // handler of the name lists it (a rolling deploy): left to that one, no attempt spent. Once
+    // none does, the run is skipped (`attempt`); a fresh read first, as the last may predate it.
+    if (!handler.events.includes(delivery.event)) {
+      const listed = (entries: readonly RosterEntry[]) =>
+        entries.some(
+          ({ name, events }) => name === handler.name && events?.includes(delivery.event),
+        );
+      if (listed(options.roster.running()) || listed(await options.roster.read())) {
+        logger.debug(
+          { deliveryKey: delivery.key, handler: handler.name, event: delivery.event },
+          'handler run left to a worker whose handler takes its event',
+        );
+        await job.moveToDelayed(Date.now() + Math.min(options.roster.everyMs, LEFT_FOR_MS), token);
+        throw new DelayedError();
+      }
+    }
     // Started before without an outcome: a crash, or a completion Redis never got. A job that
     // looks new may still be one whose completion a failover lost (see completion-ledger.ts).
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
@@ -281,6 +323,10 @@ export function createRuns(options: RunsOptions): Runs {
     runId: string,
     similar: SimilarFacts | undefined,
   ): Promise<AttemptResult> => {
+    // No running worker's handler of the name takes the event any more (run above).
+    if (!handler.events.includes(delivery.event)) {
+      return { ok: true, result: { skipped: `its events do not include ${delivery.event}` } };
+    }
     try {
       if (handler.where && !handler.where(delivery.record)) {
         return { ok: true, result: { skipped: 'where() does not want this record' } };

@@ -174,19 +174,18 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   // runs (the roster forgets a handler not written for a while), and before its workers take a
   // delivery, so that its routing adds runs for the handlers other workers have.
   const everyMs = options.announceEveryMs ?? ANNOUNCE_EVERY_MS;
-  let elsewhere: readonly RosterEntry[] = [];
+  let running: readonly RosterEntry[] = [];
+  // Every running worker's, this one's included: another may have a handler of the same name
+  // with other events or windows (a rolling deploy that changes it).
+  const readRunning = async () =>
+    (running = mergeByName(await readRunningHandlers(connection, prefix)));
   // Written under this worker's own id too, which counts while it runs and a while after (its
   // handlers still get runs then): workers with a handler of the same name and other windows
   // each have theirs counted.
   const self = { id: randomUUID(), runningForMs: everyMs * RUNNING_WITHIN_ANNOUNCEMENTS };
   const announce = async () => {
     await announceHandlers(connection, prefix, handlers, self);
-    const running = await readRunningHandlers(connection, prefix);
-    const byName = mergeByName(running);
-    elsewhere = byName.filter(({ name }) => !handlers.some((handler) => handler.name === name));
-    // Of every running entry, this worker's handlers' names included: another worker may run a
-    // handler of the same name with other windows (another rules file).
-    const windows = byName.flatMap((entry) => entry.similarWindows ?? []);
+    const windows = (await readRunning()).flatMap((entry) => entry.similarWindows ?? []);
     if (JSON.stringify(windows) !== JSON.stringify(windowsElsewhere)) windowsElsewhere = windows;
   };
   await announce();
@@ -229,7 +228,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     completions,
     history,
     similar,
-    elsewhere: () => elsewhere,
+    roster: { running: () => running, read: readRunning, everyMs },
     similarWhenRunning:
       groups && ((key, project, routed) => groups.whenRunning(key, project, routed)),
   });
