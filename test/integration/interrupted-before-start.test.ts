@@ -12,6 +12,7 @@ import { createWorkerConnection } from '../../src/queue/redis.js';
 import { addRuns, createRunQueues, runQueueName } from '../../src/runs/run-queues.js';
 import { createCompletionLedger } from '../../src/worker/completion-ledger.js';
 import { defineHandler } from '../../src/worker/handler.js';
+import type { Delivery } from '../../src/webhooks/delivery.js';
 import { createRuns } from '../../src/worker/runs.js';
 
 it('puts back a run whose attempt starts after the shutdown aborted, without running its handler', async () => {
@@ -43,7 +44,7 @@ it('puts back a run whose attempt starts after the shutdown aborted, without run
     elsewhere: () => [],
     similarWhenRunning: undefined,
   });
-  const delivery = {
+  const delivery: Delivery = {
     key: 'feedback.created:fb_late',
     event: 'feedback.created',
     receivedAt: new Date().toISOString(),
