@@ -10,6 +10,7 @@ import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { handlerRunRetention } from './runs/run-queues.js';
+import { deliveryRetention } from './queue/deliveries-queue.js';
 import { createRedisRateLimiter } from './queue/api-rate-limiter.js';
 import {
   closeConnection,
@@ -135,6 +136,7 @@ export async function startWorker(
     ackReplicas: config.ackReplicas,
     lockDurationMs: config.lockSeconds * 1000,
     retention: handlerRunRetention(config.completedJobRetentionSeconds),
+    deliveryRetention: deliveryRetention(config.completedJobRetentionSeconds),
     metrics,
     dryRun: config.triage?.dryRun === true,
     similar: config.similar,

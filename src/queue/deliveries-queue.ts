@@ -15,7 +15,8 @@ export const DELIVERIES_QUEUE = 'deliveries';
 
 /**
  * Completed and failed jobs are kept for a while for inspection, bounded so Redis memory stays
- * bounded. Deduplication does not depend on them: its marker outlives the job.
+ * bounded (by age also while none finishes: trim-finished-jobs.ts). Deduplication does not
+ * depend on them: its marker outlives the job.
  */
 export const DELIVERY_JOB_RETENTION: JobRetention = {
   removeOnComplete: { age: 24 * 60 * 60, count: 10_000 },
@@ -53,6 +54,11 @@ const MOST_COMPLETED_KEPT = 10_000;
 /** A retention that keeps completed jobs for `seconds` (COMPLETED_JOB_RETENTION_SECONDS). */
 export function keepCompletedFor(retention: JobRetention, seconds: number): JobRetention {
   return { ...retention, removeOnComplete: { age: seconds, count: MOST_COMPLETED_KEPT } };
+}
+
+/** Deliveries' retention (COMPLETED_JOB_RETENTION_SECONDS): the receiver adds, the worker trims. */
+export function deliveryRetention(completedJobRetentionSeconds: number): JobRetention {
+  return keepCompletedFor(DELIVERY_JOB_RETENTION, completedJobRetentionSeconds);
 }
 
 export type EnqueueStatus = 'queued' | 'duplicate';

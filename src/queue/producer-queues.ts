@@ -7,8 +7,7 @@ import type { SharedConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import {
   createDeliveryQueue,
-  DELIVERY_JOB_RETENTION,
-  keepCompletedFor,
+  deliveryRetention,
   type DeliveryQueueProducer,
 } from './deliveries-queue.js';
 import { createRunQueues, type RunQueues } from '../runs/run-queues.js';
@@ -56,7 +55,7 @@ export function openProducerQueues(
     writes,
     prefix: config.queuePrefix,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
-    retention: keepCompletedFor(DELIVERY_JOB_RETENTION, config.completedJobRetentionSeconds),
+    retention: deliveryRetention(config.completedJobRetentionSeconds),
   });
   // The queues share the connection, whose state is already logged once per outage.
   const onError = (error: Error) => logger.debug({ error: error.message }, 'queue error');

@@ -105,7 +105,10 @@ export interface Runs {
   run(job: Job<HandlerRunData>, token?: string): Promise<unknown>;
   /** The backoff strategy of the handlers' workers: the delay the retry decision chose. */
   backoff(attemptsMade: number, type?: string, error?: Error, job?: MinimalJob): number;
-  /** At shutdown: fires each attempt's signal (it is interrupted, not failed). Returns how many. */
+  /**
+   * At shutdown: fires each attempt's signal (it is interrupted, not failed), and interrupts each
+   * attempt that starts later before its handler runs. Returns how many were running.
+   */
   abortAll(reason: Error): number;
   /** The ids of the runs whose attempt is in flight. */
   inFlight(): string[];
@@ -140,6 +143,9 @@ export function createRuns(options: RunsOptions): Runs {
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const inFlight = new Map<RunContext, string>();
   const abandoned = abandonedAttempts();
+  // The shutdown's abort, once fired: an attempt that starts after it (its job was handed over
+  // before the workers stopped taking jobs) is interrupted without running its handler.
+  let shutdown: Error | undefined;
 
   const route = async (job: Job<unknown>): Promise<RoutingResult> => {
     const check = readDelivery(job.data);
@@ -323,6 +329,7 @@ export function createRuns(options: RunsOptions): Runs {
     runId: string,
     similar: SimilarFacts | undefined,
   ): Promise<AttemptResult> => {
+    if (shutdown) return { ok: false, error: shutdown, interrupted: true };
     // No running worker's handler of the name takes the event any more (run above).
     if (!handler.events.includes(delivery.event)) {
       return { ok: true, result: { skipped: `its events do not include ${delivery.event}` } };
@@ -380,6 +387,7 @@ export function createRuns(options: RunsOptions): Runs {
       return handler ? retryDelayMs(handler.backoff, attemptsMade) : 1_000;
     },
     abortAll(reason) {
+      shutdown ??= reason;
       for (const context of inFlight.keys()) RunContext.abort(context, reason);
       return inFlight.size;
     },

@@ -9,7 +9,11 @@ import { ErrorCode, Queue, Worker, type Job } from 'bullmq';
 import type { ApiClient } from '../api/client.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { DELIVERIES_QUEUE, type JobRetention } from '../queue/deliveries-queue.js';
+import {
+  DELIVERIES_QUEUE,
+  DELIVERY_JOB_RETENTION,
+  type JobRetention,
+} from '../queue/deliveries-queue.js';
 import {
   createRunQueues,
   HANDLER_RUN_RETENTION,
@@ -28,6 +32,7 @@ import {
 } from '../queue/redis.js';
 import type { ReplicaAcks } from '../queue/replicated-writes.js';
 import { watchForFullDeadLetters } from '../queue/full-dead-letter.js';
+import { trimFinishedJobs } from '../queue/trim-finished-jobs.js';
 import { readDelivery, type Delivery } from '../webhooks/delivery.js';
 import { withTelemetry } from '../tracing/tracer.js';
 import { createSimilarGrouping } from '../grouping/similar-grouping.js';
@@ -40,7 +45,6 @@ import {
   readRunningHandlers,
   type RosterEntry,
 } from '../runs/handler-roster.js';
-import { trimRunQueues } from '../runs/trim-run-queues.js';
 import type { SimilarWindow } from '../similar/similar-facts.js';
 import { createCompletionLedger } from './completion-ledger.js';
 import type { Handler } from './handler.js';
@@ -67,6 +71,11 @@ export interface WorkerRuntimeOptions {
   readonly lockDurationMs?: number;
   /** Retention of handler runs; the default keeps failed runs (the dead letter) 30 days. */
   readonly retention?: JobRetention;
+  /**
+   * Retention of deliveries, as the receiver adds them (deliveryRetention), by which the worker
+   * trims them. Default: DELIVERY_JOB_RETENTION.
+   */
+  readonly deliveryRetention?: JobRetention;
   /** Counts and times handler runs by outcome. */
   readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration' | 'similarDuration'>;
   /**
@@ -86,9 +95,10 @@ export interface WorkerRuntimeOptions {
    */
   readonly announceEveryMs?: number;
   /**
-   * How often the worker removes the finished runs past their retention from the handlers'
-   * queues that BullMQ does not trim (trim-run-queues.ts): those of handlers no worker has any
-   * more, or that no run finished in for a while. Default: TRIM_EVERY_MS.
+   * How often the worker removes the finished jobs past their retention that BullMQ does not
+   * (trim-finished-jobs.ts): from `deliveries` while no delivery comes, and from the queues of
+   * handlers no worker has any more, or that no run finished in for a while.
+   * Default: TRIM_EVERY_MS.
    */
   readonly trimEveryMs?: number;
 }
@@ -105,7 +115,8 @@ export interface WorkerRuntime {
   /** The queues of this worker's handlers' runs (and any other asked for on its connection). */
   readonly runQueues: RunQueues;
   /**
-   * Stops taking jobs and waits for running ones; after `timeoutMs` it aborts them through
+   * Stops taking jobs and waits for running ones, and for a trim pass or an announcement under
+   * way (CLOSE_WITHIN_MS at most); after `timeoutMs` it aborts the jobs through
    * their AbortSignal, and they go back to the queue to run again elsewhere. A handler that
    * ignores its signal is abandoned ABANDON_AFTER_MS later, or let go at its own `timeoutMs` if
    * that comes first (still interrupted: the shutdown's abort came first): its job runs again
@@ -118,7 +129,7 @@ export interface WorkerRuntime {
 /** How long handlers get to stop after their signal fired, before they are abandoned. */
 export const ABANDON_AFTER_MS = 5_000;
 
-/** How often a running worker trims the handlers' queues by age (a pass is bounded). */
+/** How often a running worker trims `deliveries` and the handlers' queues by age (bounded). */
 export const TRIM_EVERY_MS = 10 * 60_000;
 
 /** How often a running worker writes its handlers to the roster, and reads the others'. */
@@ -199,22 +210,18 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       .finally(() => (announced = undefined));
   }, everyMs);
   announcing.unref();
-  // Every handler's queue the roster knows, retired ones included: BullMQ trims a queue only as
-  // its runs finish. One pass at a time, as for the announcements.
+  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, withTelemetry({ connection, prefix }));
+  deliveries.on('error', onQueueError);
+  // `deliveries` and every handler's queue the roster knows, retired ones included: BullMQ trims
+  // a queue only as its jobs finish. One pass at a time, as for the announcements.
   let trimmed: Promise<unknown> | undefined;
+  const trim = (queues: Queue[], retention: JobRetention) =>
+    trimFinishedJobs(queues, { retention, dedupeTtlSeconds: options.dedupeTtlSeconds, logger });
   const trimming = setInterval(() => {
-    trimmed ??= runQueues
-      .all()
-      .then((queues) =>
-        trimRunQueues(queues, {
-          retention: options.retention ?? HANDLER_RUN_RETENTION,
-          dedupeTtlSeconds: options.dedupeTtlSeconds,
-          logger,
-        }),
-      )
-      .catch((error: Error) =>
-        logger.debug({ error: error.message }, "could not trim the handlers' queues"),
-      )
+    trimmed ??= trim([deliveries], options.deliveryRetention ?? DELIVERY_JOB_RETENTION)
+      .then(() => runQueues.all())
+      .then((queues) => trim(queues, options.retention ?? HANDLER_RUN_RETENTION))
+      .catch((error: Error) => logger.debug({ error: error.message }, 'could not trim the queues'))
       .finally(() => (trimmed = undefined));
   }, options.trimEveryMs ?? TRIM_EVERY_MS);
   trimming.unref();
@@ -283,8 +290,6 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       reason: job.failedReason,
     });
   };
-  const deliveries = new Queue<Delivery>(DELIVERIES_QUEUE, withTelemetry({ connection, prefix }));
-  deliveries.on('error', onQueueError);
   const deliveriesWorker = startWorker((own) =>
     new Worker(
       DELIVERIES_QUEUE,
@@ -322,6 +327,8 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     closing ??= (async () => {
       clearInterval(announcing);
       clearInterval(trimming);
+      // A pass under way still uses the queues and the connection, which the caller closes next.
+      const passes = settlesWithin(Promise.all([announced, trimmed]), CLOSE_WITHIN_MS);
       const graceful = Promise.all(
         workers.map(({ worker, own }) => worker.close().then(() => closeConnection(own))),
       );
@@ -342,6 +349,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
       }
       await settlesWithin(history.close(), CLOSE_WITHIN_MS);
       await completions.close();
+      await passes;
       // Queues wait for Redis to close; a Redis that is away does not hold the exit.
       await settlesWithin(Promise.all([runQueues.close(), deliveries.close()]), CLOSE_WITHIN_MS);
     })();

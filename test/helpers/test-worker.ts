@@ -35,6 +35,11 @@ import { countCompletedRuns, countRuns } from './completed-runs.js';
 export interface TestWorkerEnv {
   readonly prefix: string;
   readonly logs: Record<string, unknown>[];
+  /**
+   * Resolves with the first line logged from now on that `matches`, as it is written: the code
+   * that wrote it has not reached its next await yet.
+   */
+  logged(matches: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
   /** Puts a feedback.created delivery for `record` in the deliveries queue, as the receiver does. */
   deliver(record: FeedbackRecord): Promise<Delivery>;
   /** Starts a worker runtime; several may run at once, as separate workers would. */
@@ -53,6 +58,10 @@ export interface TestWorkerEnv {
     announceEveryMs?: number;
     /** Retention of the runs it adds and trims. Default: the runtime's. */
     retention?: JobRetention;
+    /** Retention by which it trims the deliveries. Default: the runtime's. */
+    deliveryRetention?: JobRetention;
+    /** DEDUPE_TTL_SECONDS of this worker alone (the trim's grace). Default: the env's. */
+    dedupeTtlSeconds?: number;
     /** How often it trims the handlers' queues by age. Default: the runtime's. */
     trimEveryMs?: number;
   }): Promise<WorkerRuntime>;
@@ -101,9 +110,16 @@ export async function createTestWorkerEnv({
 }: TestWorkerEnvOptions = {}): Promise<TestWorkerEnv> {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
   const logs: Record<string, unknown>[] = [];
+  const watches = new Set<(line: Record<string, unknown>) => void>();
   const logger = createLogger({
     level: 'debug',
-    destination: { write: (line: string) => void logs.push(JSON.parse(line)) },
+    destination: {
+      write: (text: string) => {
+        const line = JSON.parse(text) as Record<string, unknown>;
+        logs.push(line);
+        for (const watch of watches) watch(line);
+      },
+    },
   });
   const producerConnection = createProducerConnection(redisUrl, logger);
   const producer = createDeliveryQueue({
@@ -126,6 +142,15 @@ export async function createTestWorkerEnv({
   const env: TestWorkerEnv = {
     prefix,
     logs,
+    logged: (matches) =>
+      new Promise((resolve) => {
+        const watch = (line: Record<string, unknown>) => {
+          if (!matches(line)) return;
+          watches.delete(watch);
+          resolve(line);
+        };
+        watches.add(watch);
+      }),
     deliveries: producer.queue,
     producer,
     quarantine: createQuarantine({ connection: producerConnection, prefix }),
@@ -167,7 +192,9 @@ export async function createTestWorkerEnv({
       similar,
       announceEveryMs,
       retention,
+      deliveryRetention,
       trimEveryMs,
+      dedupeTtlSeconds: ownDedupeTtlSeconds = dedupeTtlSeconds,
     }) {
       const connection = createWorkerConnection(url, logger);
       workerConnections.push(connection);
@@ -178,12 +205,13 @@ export async function createTestWorkerEnv({
         api,
         logger,
         concurrency,
-        dedupeTtlSeconds,
+        dedupeTtlSeconds: ownDedupeTtlSeconds,
         ...(lockDurationMs ? { lockDurationMs } : {}),
         ...(ackReplicas ? { ackReplicas } : {}),
         ...(similar ? { similar } : {}),
         ...(announceEveryMs ? { announceEveryMs } : {}),
         ...(retention ? { retention } : {}),
+        ...(deliveryRetention ? { deliveryRetention } : {}),
         ...(trimEveryMs ? { trimEveryMs } : {}),
       });
       runtimes.push(runtime);

@@ -1,27 +1,28 @@
 /**
- * Keeps handlers' queues within their retention's age when no run of theirs finishes. BullMQ
- * applies a job's `removeOnComplete`/`removeOnFail` only when a job of the same queue finishes, so
- * the queue of a handler that no worker has any more (taken out of a release), or that gets no
- * runs for a while, keeps its finished runs past their age (BullMQ's KeepJobs docs say so). Their
- * count needs nothing more: it grows only as runs finish, which is when BullMQ caps it.
+ * Keeps queues within their retention's age when no job of theirs finishes. BullMQ applies a
+ * job's `removeOnComplete`/`removeOnFail` only when a job of the same queue finishes, so the
+ * `deliveries` queue while no delivery comes (a quiet weekend), or the queue of a handler that no
+ * worker has any more (taken out of a release) or that gets no runs for a while, keeps its
+ * finished jobs past their age (BullMQ's KeepJobs docs say so). Their count needs nothing more:
+ * it grows only as jobs finish, which is when BullMQ caps it.
  *
- * Only finished runs go, through BullMQ's `Queue.clean`: a waiting or delayed run of a removed
+ * Only finished jobs go, through BullMQ's `Queue.clean`: a waiting or delayed run of a removed
  * handler is an acknowledged delivery's work, and waits for a worker that has it.
  */
 import type { Queue } from 'bullmq';
-import { keptBy, type JobRetention } from '../queue/deliveries-queue.js';
+import { keptBy, type JobRetention } from './deliveries-queue.js';
 import type { Logger } from '../logger.js';
 
-/** Most runs one pass removes from one queue, in each of its finished states. */
+/** Most jobs one pass removes from one queue, in each of its finished states. */
 export const MOST_TRIMMED_PER_PASS = 1_000;
 
 export interface TrimOptions {
-  /** The runs' retention, as their worker adds them (handlerRunRetention). */
+  /** The jobs' retention, as they are added (handlerRunRetention, the receiver's deliveries'). */
   readonly retention: JobRetention;
   /**
-   * DEDUPE_TTL_SECONDS: `clean` removes a run's deduplication marker with its job (retention
-   * does not), so a run is removed no sooner than its marker expires by itself: a routing job
-   * that runs again within that time still adds no run twice.
+   * DEDUPE_TTL_SECONDS: `clean` removes a job's deduplication marker with it (retention does
+   * not), so a job is removed no sooner than its marker expires by itself: a delivery sent again,
+   * or a routing job that runs again, within that time is still taken once.
    */
   readonly dedupeTtlSeconds: number;
   readonly logger: Logger;
@@ -30,11 +31,11 @@ export interface TrimOptions {
 }
 
 /**
- * Removes the finished runs of these queues that are older than their retention keeps (or than
+ * Removes the finished jobs of these queues that are older than their retention keeps (or than
  * DEDUPE_TTL_SECONDS, when longer), at most `mostPerPass` per queue and state; says what it
  * removed. Resolves to how many it removed.
  */
-export async function trimRunQueues(
+export async function trimFinishedJobs(
   queues: readonly Queue[],
   { retention, dedupeTtlSeconds, logger, mostPerPass = MOST_TRIMMED_PER_PASS }: TrimOptions,
 ): Promise<number> {
@@ -48,9 +49,9 @@ export async function trimRunQueues(
       const { ageSeconds } = keptBy(keep);
       if (ageSeconds === undefined) continue;
       const graceMs = Math.max(ageSeconds, dedupeTtlSeconds) * 1000;
-      // `clean` adds a `cleaned` event to the queue's stream at each call, with runs to remove
+      // `clean` adds a `cleaned` event to the queue's stream at each call, with jobs to remove
       // or none, and only adding a job trims that stream: a retired handler's would grow at
-      // every pass. So it is called only when the oldest finished run is past its time.
+      // every pass. So it is called only when the oldest finished job is past its time.
       const [oldest] = await queue.getJobs([state], 0, 0, true);
       if (!oldest?.finishedOn || oldest.finishedOn > Date.now() - graceMs) continue;
       const ids = await queue.clean(graceMs, mostPerPass, state);
@@ -58,7 +59,7 @@ export async function trimRunQueues(
       removed += ids.length;
       logger.info(
         { queue: queue.name, state, removed: ids.length, olderThanSeconds: graceMs / 1000 },
-        'removed finished runs older than their retention keeps them',
+        'removed finished jobs older than their retention keeps them',
       );
     }
   }
