@@ -140,6 +140,10 @@ export async function startWorker(
     metrics,
     dryRun: config.triage?.dryRun === true,
     similar: config.similar,
+  }).catch(async (error: unknown) => {
+    await probes.close();
+    await closeConnection(connection);
+    throw error;
   });
   metrics.watchQueues(async () => [runtime.deliveries, ...(await runtime.runQueues.all())]);
   running = true;

@@ -60,10 +60,13 @@ export interface CompletionLedger {
    * the successes not confirmed yet get their markers now. It names no job: all of them do.
    */
   lockLost(): void;
-  /** Whether this process holds this run's success, not yet safe in Redis. Asks nothing. */
-  holds(successKey: string): boolean;
+  /**
+   * Whether this process holds this run's success, not yet safe in Redis. Asks nothing. Not one of
+   * a delivery no longer remembered at `receivedAt` (ms), the run's delivery's receipt.
+   */
+  holds(successKey: string, receivedAt?: number): boolean;
   /** Whether this run's handler is known to have succeeded already: held, or marked in Redis. */
-  has(successKey: string): Promise<boolean>;
+  has(successKey: string, receivedAt?: number): Promise<boolean>;
   /**
    * With ACK_REPLICAS every success gets a marker, and a run that looks new must ask for it too:
    * a delivery a failover lost before it was acknowledged comes back as a new job, maybe after
@@ -133,6 +136,8 @@ const LISTED_KEYS = 100;
  */
 interface Held {
   readonly jobId: string;
+  /** Its `rememberedFrom`: its marker holds it too. */
+  readonly from: number;
   /** When the handler returned (ms since the epoch). */
   readonly since: number;
   /** When its marker is no longer kept, nor needed (ms since the epoch; see `succeeded`). */
@@ -226,8 +231,8 @@ export function createCompletionLedger({
     const on = generation;
     if (toWrite.length > 0) {
       const pipeline = markers.pipeline();
-      for (const [key, { expiresAt }] of toWrite) {
-        pipeline.set(markerKey(key), '1', 'PXAT', expiresAt);
+      for (const [key, { from, expiresAt }] of toWrite) {
+        pipeline.set(markerKey(key), from, 'PXAT', expiresAt);
       }
       pipelineResults(await pipeline.exec());
       // Answered on a socket that closed since: a WAIT now covers nothing of it.
@@ -304,7 +309,13 @@ export function createCompletionLedger({
   sweep.unref();
   markers.on('ready', onReady);
 
-  const holds = (successKey: string) => held.has(successKey);
+  /** A delivery received again after DEDUPE_TTL_SECONDS is new. An earlier marker holds 1. */
+  const ofDelivery = (from: number, receivedAt = from) =>
+    from <= 1 || !(receivedAt >= from + ttlSeconds * 1000);
+  const holds = (successKey: string, receivedAt?: number) => {
+    const success = held.get(successKey);
+    return success !== undefined && ofDelivery(success.from, receivedAt);
+  };
 
   return {
     succeeded(successKey, jobId, rememberedFrom) {
@@ -316,6 +327,7 @@ export function createCompletionLedger({
       const since = clock();
       held.set(successKey, {
         jobId,
+        from: rememberedFrom,
         since,
         expiresAt: Math.max(rememberedFrom + ttlSeconds * 1000, since + holdAtMostMs),
         stage: 'unconfirmed',
@@ -339,8 +351,11 @@ export function createCompletionLedger({
     },
     marksEverySuccess: replicated,
     holds,
-    has: async (successKey) =>
-      holds(successKey) || (await connection.exists(markerKey(successKey))) > 0,
+    has: async (successKey, receivedAt) => {
+      if (holds(successKey, receivedAt)) return true;
+      const from = await connection.get(markerKey(successKey));
+      return from !== null && ofDelivery(Number(from), receivedAt);
+    },
     async close() {
       closed = true;
       markers.off('ready', onReady);

@@ -217,7 +217,9 @@ export function createRuns(options: RunsOptions): Runs {
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
     const successKey = runSuccessKey(handler.name, delivery.key, lifeOf(job));
     const askRedis = startedBefore || completions.marksEverySuccess;
-    if (askRedis ? await completions.has(successKey) : completions.holds(successKey)) {
+    const receivedAt = Date.parse(delivery.receivedAt);
+    const done = completions[askRedis ? 'has' : 'holds'](successKey, receivedAt);
+    if (await done) {
       logger.info(
         { deliveryKey: delivery.key, handler: handler.name, outcome: 'completed' },
         'handler run had completed before; not run again',

@@ -199,7 +199,12 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     const windows = (await readRunning()).flatMap((entry) => entry.similarWindows ?? []);
     if (JSON.stringify(windows) !== JSON.stringify(windowsElsewhere)) windowsElsewhere = windows;
   };
-  await announce();
+  // Before any BullMQ worker: a start that fails here closes the ledger (its listeners, and with
+  // ACK_REPLICAS its connection), so a caller given the error has nothing to close.
+  await announce().catch(async (error: unknown) => {
+    await completions.close();
+    throw error;
+  });
   // One at a time: while Redis is away, the connection holds one, not one per tick.
   let announced: Promise<void> | undefined;
   const announcing = setInterval(() => {

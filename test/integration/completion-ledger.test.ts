@@ -156,9 +156,12 @@ it('writes a marker for an unconfirmed success whose delivery is no longer remem
   // A run that waited in its queue past DEDUPE_TTL_SECONDS (a paused queue, a backlog), whose
   // completion Redis refused: its own job runs again once its lock expires, and asks for this.
   const { ledger, marker } = openLedger(0); // DEDUPE_TTL_SECONDS 60
-  ledger.succeeded('run-10', 'job-10', Date.now() - 61_000);
+  const receivedAt = Date.now() - 61_000;
+  ledger.succeeded('run-10', 'job-10', receivedAt);
   await ledger.close();
   expect(await connection.exists(marker('run-10')), 'its own job may come back').toBe(1);
+  expect(await ledger.has('run-10', receivedAt), 'its own job').toBe(true);
+  expect(await ledger.has('run-10', Date.now()), 'a delivery received again is new').toBe(false);
   const ttl = await connection.pttl(marker('run-10'));
   expect(ttl, 'as long as the ledger would have held it').toBeGreaterThan(HOLD_AT_MOST_MS - 5_000);
   expect(ttl).toBeLessThanOrEqual(HOLD_AT_MOST_MS);

@@ -83,3 +83,23 @@ it('does not run it again once the success is on the replica, nor on another wor
 
   expect(calls).toEqual([delivery.key]);
 });
+
+it('runs a delivery received again after DEDUPE_TTL_SECONDS, though the worker still holds the first one', async () => {
+  const env = await createTestWorkerEnv({ dedupeTtlSeconds: 1 });
+  cleanup.push(() => env.close());
+  const calls: string[] = [];
+  await env.startWorker({ handlers: [probe(calls)], ackReplicas: { replicas: 1, timeoutMs: 50 } });
+
+  const delivery = await env.deliver({ id: 'fb_new_again' });
+  await env.completedRuns(1);
+  // The receiver forgets the key after its TTL: the same record sent again is a new delivery.
+  await vi.waitFor(
+    async () => expect(await env.producer.find(delivery.key), 'the key forgotten').toBeUndefined(),
+    { timeout: 5_000 },
+  );
+  const again = { ...delivery, receivedAt: new Date().toISOString() };
+  expect((await env.producer.enqueue(again)).status).toBe('queued');
+  await env.completedRuns(2);
+
+  expect(calls).toEqual([delivery.key, delivery.key]);
+});

@@ -499,4 +499,20 @@ describe('the worker runtime', () => {
       interval: 50,
     });
   });
+
+  it('leaves no listener on its connection when its first announcement fails', async () => {
+    // A key of the wrong type where the running workers' roster belongs: the announcement, made
+    // before any BullMQ worker starts, fails.
+    await env.connection.set(`${env.prefix}:handler-roster:workers`, 'not a hash');
+    const start = () =>
+      env.startWorker({ handlers: [defineHandler({ name: 'early', handle: () => undefined })] });
+    await expect(start()).rejects.toThrow(/WRONGTYPE/);
+    await env.connection.del(`${env.prefix}:handler-roster:workers`);
+    await (await start()).close();
+    // Each connection as a runtime that started and closed leaves its own.
+    const [failed, closed] = env.workerConnections.map((connection) =>
+      ['ready', 'close'].map((event) => connection.listenerCount(event)),
+    );
+    expect(failed).toEqual(closed);
+  });
 });
