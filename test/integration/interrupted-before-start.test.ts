@@ -41,7 +41,7 @@ it('puts back a run whose attempt starts after the shutdown aborted, without run
     completions,
     history,
     similar: undefined,
-    elsewhere: () => [],
+    roster: { running: () => [], read: async () => [], everyMs: 5_000 },
     similarWhenRunning: undefined,
   });
   const delivery: Delivery = {
