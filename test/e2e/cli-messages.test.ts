@@ -175,15 +175,26 @@ it('sandbox with its --port in use names the option, in one sentence', async () 
   }
 });
 
-describe('a --limit past what Redis counts', () => {
-  it.each([[['deliveries', 'failed']], [['quarantine', 'list']], [['groups']]])(
-    '%j with --limit 1e20 is a usage error, before Redis is asked',
-    async (args) => {
-      const result = await cli([...args, '--limit', '1e20'], {
+describe('a numeric option that is not a whole number in range', () => {
+  // Each command's options, with a value Number() alone took (the values themselves: the unit
+  // test of parseWholeNumber): sandbox --rate-limit 1e20 started a sandbox that never limits,
+  // sandbox --port= listened on a random port.
+  it.each([
+    [['deliveries', 'failed'], 'limit', '1e20', '1 to 9007199254740991'],
+    [['quarantine', 'list'], 'limit', '0x10', '1 to 9007199254740991'],
+    [['groups'], 'limit', '1e3', '1 to 9007199254740991'],
+    [['sandbox'], 'rate-limit', '1e20', '1 to 9007199254740991'],
+    [['sandbox'], 'port', '', '0 to 65535'],
+  ])(
+    '%j --%s=%j is a usage error, before anything starts',
+    async (command, option, value, range) => {
+      const result = await cli([...command, `--${option}=${value}`], {
         REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
       });
       expect(result.code).toBe(2);
-      expect(result.output).toBe('feedback-receiver: --limit takes at most 9007199254740991\n');
+      expect(result.output).toBe(
+        `feedback-receiver: --${option} takes a whole number from ${range}\n`,
+      );
     },
   );
 });

@@ -423,11 +423,11 @@ describe('feedback-receiver usage', () => {
     ],
     [
       ['quarantine', 'list', '--limit', '0'],
-      /^feedback-receiver: --limit takes a whole number, 1 or more/,
+      /^feedback-receiver: --limit takes a whole number from 1 to 9007199254740991\n$/,
     ],
     [
       ['sandbox', '--rate-limit', '0'],
-      /^feedback-receiver: --rate-limit takes a whole number, 1 or more/,
+      /^feedback-receiver: --rate-limit takes a whole number from 1 to 9007199254740991\n$/,
     ],
   ])('answers wrong usage %j with exit code 2 and one sentence', async (args, message) => {
     const result = await cli(args);
