@@ -299,7 +299,9 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(await page.text()).toContain('Invoice PDF download crashes');
     const other = await cli(['groups', '--project', 'prj_nobody'], redisEnv());
     expect(other).toMatchObject({ code: 0 });
-    expect(other.output).toContain('No group had a delivery in this span.');
+    expect(other.output).toBe(
+      'No groups: grouping holds no delivery of project prj_nobody in this Redis. Workers keep groups of similar feedback with SIMILAR=on, in their REDIS_URL and QUEUE_PREFIX.\n',
+    );
     expect(other.output, 'said once').not.toContain('0 groups of 0');
     const wrong = await cli(['groups', '--since', 'yesterday'], redisEnv());
     expect(wrong.code).toBe(2);
