@@ -4,11 +4,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { createQuarantine } from '../../src/queue/quarantine.js';
 import { runCli } from '../helpers/cli-process.js';
 import { freePort } from '../helpers/free-port.js';
@@ -174,6 +177,29 @@ it('sandbox with its --port in use names the option, in one sentence', async () 
     taken.close();
   }
 });
+
+describe('sandbox with a --seed it cannot use', () => {
+  // Node's "ENOENT: no such file or directory, open ..." and JSON.parse's "Expected property
+  // name ... at position 1" named neither the option nor (for JSON) the file.
+  it.each([
+    ['a file that is not there', () => '/nonexistent/seed.json', 'cannot read it: no such file'],
+    ['a directory', () => tmpdir(), 'cannot read it: it is a directory'],
+    ['a file that is not JSON', () => writeSeed('{bad'), 'not JSON: Expected property name'],
+  ])('%s: names the seed file, in one sentence', async (_, seedFile, problem) => {
+    const file = seedFile();
+    const result = await cli(['sandbox', '--port', '0', '--seed', file]);
+    expect(result.code).toBe(1);
+    expect(result.output).toContain(`feedback-receiver: seed ${file}: ${problem}`);
+    expectOneSentence(result.output);
+  });
+});
+
+function writeSeed(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'seed-')), 'seed.json');
+  writeFileSync(file, text);
+  onTestFinished(() => rmSync(dirname(file), { recursive: true, force: true }));
+  return file;
+}
 
 describe('a numeric option that is not a whole number in range', () => {
   // Each command's options, with a value Number() alone took (the values themselves: the unit

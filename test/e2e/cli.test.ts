@@ -428,6 +428,10 @@ describe('feedback-receiver usage', () => {
       /^feedback-receiver: --limit takes a whole number from 1 to 9007199254740991\n$/,
     ],
     [
+      ['sandbox', '--host='],
+      /^feedback-receiver: sandbox needs --host; see feedback-receiver sandbox --help\n$/,
+    ],
+    [
       ['sandbox', '--rate-limit', '0'],
       /^feedback-receiver: --rate-limit takes a whole number from 1 to 9007199254740991\n$/,
     ],
