@@ -116,6 +116,11 @@ describe('loadReceiverConfig', () => {
     ['BODY_LIMIT', '1.5', /BODY_LIMIT: expected a size/],
     ['QUARANTINE_MAX_BYTES', '100m', /QUARANTINE_MAX_BYTES: expected a size/],
     ['DEDUPE_TTL_SECONDS', '-1', /DEDUPE_TTL_SECONDS: expected a whole number/],
+    [
+      'DEDUPE_TTL_SECONDS',
+      '99999999999999',
+      /DEDUPE_TTL_SECONDS: expected a whole number from 1 to 315360000/,
+    ],
     ['INVALID_PAYLOAD', 'drop', /INVALID_PAYLOAD: /],
   ])('names %s when it is %j', (name, value, message) => {
     expect(configError({ ...minimal, [name]: value })).toMatch(message);
