@@ -134,7 +134,9 @@ const SharedEnv = {
     .default('feedback-receiver'),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_PRETTY: booleanFlag.default(false),
-  DEDUPE_TTL_SECONDS: integer(1).default(7 * 24 * 60 * 60),
+  // At most ten years: past some thousand years the delivery history's expiry times reached Redis as
+  // 1e+17, which it refuses, and every history write failed.
+  DEDUPE_TTL_SECONDS: integer(1, 315_360_000).default(7 * 24 * 60 * 60),
   COMPLETED_JOB_RETENTION_SECONDS: integer(1).default(24 * 60 * 60),
   ACK_REPLICAS: integer(0, 100).default(0),
   ACK_REPLICAS_TIMEOUT_MS: integer(1, 60_000).default(1_000),

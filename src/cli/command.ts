@@ -32,13 +32,25 @@ export function requireOption(values: OptionValues, name: string, command: strin
 export const LIMIT_OPTION = { limit: { type: 'string', default: '50' } } as const;
 
 export function parseLimit(values: OptionValues): number {
-  const limit = Number(values.limit);
-  if (!Number.isInteger(limit) || limit < 1) {
-    throw new UsageError('--limit takes a whole number, 1 or more');
-  }
   // Redis takes 64-bit counts: 1e20 reached it and came back as a script's error.
-  if (!Number.isSafeInteger(limit)) {
-    throw new UsageError(`--limit takes at most ${Number.MAX_SAFE_INTEGER}`);
+  return parseWholeNumber(values, 'limit', 1);
+}
+
+/**
+ * A numeric option, in digits only, as config.ts reads the environment's: `Number` alone takes
+ * `0x10`, `1e3`, ` 5` and (as 0) an empty value, none of which an operator means as a count.
+ * @throws {UsageError} for anything else, or a number outside min..max.
+ */
+export function parseWholeNumber(
+  values: OptionValues,
+  name: string,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  const text = values[name];
+  const value = typeof text === 'string' && /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(value >= min && value <= max)) {
+    throw new UsageError(`--${name} takes a whole number from ${min} to ${max}`);
   }
-  return limit;
+  return value;
 }

@@ -48,8 +48,12 @@ Groups page (/admin/groups) shows them with their arrivals over time.`,
         similarGroups.list({ ...query, limit: MOST_LISTED_GROUPS, order: 'largest' }),
         similarGroups.count(query),
       ]);
+      if (found.length === 0) {
+        const lastAt = await similarGroups.lastGroupedAt(project);
+        console.log(noGroupsLine({ since, sinceMs: query.sinceMs, project, lastAt }));
+        return;
+      }
       for (const line of groupLines(found, limit)) console.log(line);
-      if (found.length === 0) return; // the listing said so, in one line
       console.log(`\n${groupsFooter(Math.min(limit, found.length), total, since)}`);
     });
   },
@@ -65,13 +69,32 @@ export function groupsFooter(shown: number, total: number, since: string): strin
   return `${plural(shown, 'group')} of ${total} with a delivery in the last ${since}, largest first${among}.`;
 }
 
+/**
+ * Why the listing is empty, as far as Redis can tell: grouping holds nothing (no worker has
+ * SIMILAR=on, or it points at another Redis or QUEUE_PREFIX), its last delivery came before the
+ * span, or the span's deliveries are each like no other (a group of one is not listed).
+ */
+export function noGroupsLine(empty: {
+  since: string;
+  sinceMs: number;
+  project: string | undefined;
+  /** SimilarGroups.lastGroupedAt: undefined when grouping holds no delivery. */
+  lastAt: number | undefined;
+}): string {
+  const { since, sinceMs, project, lastAt } = empty;
+  const of = project === undefined ? '' : ` of project ${terminalText(project)}`;
+  if (lastAt === undefined) {
+    return `No groups: grouping holds no delivery${of} in this Redis. Workers keep groups of similar feedback with SIMILAR=on, in their REDIS_URL and QUEUE_PREFIX.`;
+  }
+  const last = new Date(lastAt).toISOString();
+  if (lastAt <= sinceMs) {
+    return `No group had a delivery in the last ${since}: grouping's last delivery${of} came at ${last}; a longer --since shows the groups before it.`;
+  }
+  return `No group of two or more had a delivery in the last ${since}: the deliveries${of} grouped in it (the last at ${last}) are each like no other.`;
+}
+
 /** The listing: a header, then a line per group, largest first, at most `limit`. */
 export function groupLines(groups: readonly SimilarGroupSummary[], limit: number): string[] {
-  if (groups.length === 0) {
-    return [
-      'No group had a delivery in this span. Workers keep groups of similar feedback with SIMILAR=on.',
-    ];
-  }
   const largest = [...groups]
     .sort((a, b) => b.size - a.size || b.lastAt - a.lastAt)
     .slice(0, limit);

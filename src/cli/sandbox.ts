@@ -1,7 +1,7 @@
 import { createLogger } from '../logger.js';
 import { loadSeed, SANDBOX_STARTUP_TOKEN, SANDBOX_TOKEN } from '../sandbox/seed.js';
 import { startSandbox } from '../sandbox/server.js';
-import { UsageError, type Command } from './command.js';
+import { parseWholeNumber, requireOption, type Command } from './command.js';
 import { assertPortFree } from './port-free.js';
 import { stopOnSignal } from './stop-on-signal.js';
 
@@ -26,19 +26,17 @@ Seed tokens: ${SANDBOX_TOKEN} (Company plan), ${SANDBOX_STARTUP_TOKEN} (Startup 
     'rate-limit': { type: 'string', default: '100' },
   },
   async run(values) {
-    const port = Number(values.port);
-    const limit = Number(values['rate-limit']);
-    if (!Number.isInteger(port) || port < 0 || port > 65535)
-      throw new UsageError('--port takes a port number');
-    if (!Number.isInteger(limit) || limit < 1)
-      throw new UsageError('--rate-limit takes a whole number, 1 or more');
+    const port = parseWholeNumber(values, 'port', 0, 65535);
+    const limit = parseWholeNumber(values, 'rate-limit', 1);
+    // An empty --host= would listen on every interface, the seed tokens open to the network.
+    const host = requireOption(values, 'host', 'sandbox');
     // Said with the option's name before anything starts, where listen would say EADDRINUSE.
-    await assertPortFree('--port', port, String(values.host), 'give --port another one');
+    await assertPortFree('--port', port, host, 'give --port another one');
     const logger = createLogger({ level: 'info' });
     const running = stopOnSignal(logger, 'sandbox');
     const sandbox = await startSandbox({
       port,
-      host: String(values.host),
+      host,
       logger,
       rateLimit: { limit, windowMs: 60_000 },
       ...(typeof values.seed === 'string' ? { seed: loadSeed(values.seed) } : {}),

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadReceiverConfig, loadWebhookSecret } from '../config.js';
+import { fileProblem } from '../file-problem.js';
 import { WEBHOOK_PATH } from '../http/webhook-route.js';
 import { signHmacSha256 } from '../webhooks/hmac-sha256.js';
 import { signStandardWebhook } from '../webhooks/standard-webhooks.js';
@@ -52,18 +53,11 @@ gets ${WEBHOOK_PATH}. Exits 0 on a 2xx answer, 1 otherwise.`,
   },
 };
 
-const FILE_PROBLEMS: Readonly<Record<string, string>> = {
-  ENOENT: 'no such file',
-  EACCES: 'permission denied',
-  EISDIR: 'it is a directory',
-};
-
 function readBody(file: string): Buffer {
   try {
     return readFileSync(file);
   } catch (error) {
-    const problem = FILE_PROBLEMS[(error as NodeJS.ErrnoException).code ?? ''];
-    throw new Error(`cannot read --file ${file}: ${problem ?? (error as Error).message}`, {
+    throw new Error(`cannot read --file ${file}: ${fileProblem(error)}`, {
       cause: error,
     });
   }

@@ -114,6 +114,12 @@ export interface SimilarGroups {
    * projects' when no project is given): a count per project, however many groups there are.
    */
   count(query: Omit<ListGroupsQuery, 'limit' | 'order'>): Promise<number>;
+  /**
+   * When grouping last took in a delivery (of `project`, when given), ms since the epoch;
+   * undefined when it holds none within DEDUPE_TTL_SECONDS: no worker groups (SIMILAR off), or
+   * none has had a delivery since. Says why a list is empty.
+   */
+  lastGroupedAt(project?: string): Promise<number | undefined>;
   /** One group and its newest deliveries; undefined when there is no such group. */
   get(id: string): Promise<SimilarGroupDetail | undefined>;
   /**
@@ -324,6 +330,27 @@ export function createSimilarGroups(options: SimilarGroupsOptions): SimilarGroup
   };
 
   return {
+    async lastGroupedAt(project) {
+      // The active projects' scores are their last entries' times (similar-enter.lua).
+      const from = now() - options.ttlSeconds * 1000;
+      const last =
+        project !== undefined
+          ? await connection.zscore(projectsKey(prefix), project)
+          : (
+              await connection.zrevrangebyscore(
+                projectsKey(prefix),
+                '+inf',
+                '-inf',
+                'WITHSCORES',
+                'LIMIT',
+                0,
+                1,
+              )
+            )[1];
+      const at = last == null ? NaN : Number(last);
+      return at > from ? at : undefined;
+    },
+
     async count({ sinceMs, project }) {
       const projects = project !== undefined ? [project] : await activeProjects(sinceMs);
       if (projects.length === 0) return 0;

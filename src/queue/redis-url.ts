@@ -66,6 +66,14 @@ export function parseRedisUrl(text: string): RedisTarget {
         'expected a database number after host:port, or nothing: redis://host:6379/0',
       );
     }
+    // ioredis reads it with WHATWG URL, whose bare "Invalid URL" (a port past 65535, a host it
+    // cannot read) came after the config was taken, naming no variable.
+    const url = URL.canParse(text) ? new URL(text) : undefined;
+    if (url === undefined || url.hostname === '' || url.port === '0') {
+      throw new RedisUrlError(
+        'expected host:port after the scheme, a port from 1 to 65535: redis://host:6379',
+      );
+    }
     return { kind: 'single', url: text };
   }
   const match = MULTI_HOST.exec(text);

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { fileProblem } from '../file-problem.js';
 import { FeedbackRecordSchema } from '../webhooks/feedback-record.js';
 import defaultSeed from './default-seed.json' with { type: 'json' };
 
@@ -38,7 +39,20 @@ export const DEFAULT_SEED: Seed = SeedSchema.parse(defaultSeed);
 
 /** @throws {Error} naming the file and the first problem. */
 export function loadSeed(path: string): Seed {
-  const parsed = SeedSchema.safeParse(JSON.parse(readFileSync(path, 'utf8')));
+  // Said with the file's name: Node's and JSON.parse's own messages name no option, or no file.
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new Error(`seed ${path}: cannot read it: ${fileProblem(error)}`, { cause: error });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`seed ${path}: not JSON: ${(error as Error).message}`, { cause: error });
+  }
+  const parsed = SeedSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new Error(`seed ${path}: ${issue?.path.join('.')}: ${issue?.message}`);

@@ -4,11 +4,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, onTestFinished } from 'vitest';
 import { createQuarantine } from '../../src/queue/quarantine.js';
 import { runCli } from '../helpers/cli-process.js';
 import { freePort } from '../helpers/free-port.js';
@@ -175,15 +178,49 @@ it('sandbox with its --port in use names the option, in one sentence', async () 
   }
 });
 
-describe('a --limit past what Redis counts', () => {
-  it.each([[['deliveries', 'failed']], [['quarantine', 'list']], [['groups']]])(
-    '%j with --limit 1e20 is a usage error, before Redis is asked',
-    async (args) => {
-      const result = await cli([...args, '--limit', '1e20'], {
+describe('sandbox with a --seed it cannot use', () => {
+  // Node's "ENOENT: no such file or directory, open ..." and JSON.parse's "Expected property
+  // name ... at position 1" named neither the option nor (for JSON) the file.
+  it.each([
+    ['a file that is not there', () => '/nonexistent/seed.json', 'cannot read it: no such file'],
+    ['a directory', () => tmpdir(), 'cannot read it: it is a directory'],
+    ['a file that is not JSON', () => writeSeed('{bad'), 'not JSON: Expected property name'],
+  ])('%s: names the seed file, in one sentence', async (_, seedFile, problem) => {
+    const file = seedFile();
+    const result = await cli(['sandbox', '--port', '0', '--seed', file]);
+    expect(result.code).toBe(1);
+    expect(result.output).toContain(`feedback-receiver: seed ${file}: ${problem}`);
+    expectOneSentence(result.output);
+  });
+});
+
+function writeSeed(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'seed-')), 'seed.json');
+  writeFileSync(file, text);
+  onTestFinished(() => rmSync(dirname(file), { recursive: true, force: true }));
+  return file;
+}
+
+describe('a numeric option that is not a whole number in range', () => {
+  // Each command's options, with a value Number() alone took (the values themselves: the unit
+  // test of parseWholeNumber): sandbox --rate-limit 1e20 started a sandbox that never limits,
+  // sandbox --port= listened on a random port.
+  it.each([
+    [['deliveries', 'failed'], 'limit', '1e20', '1 to 9007199254740991'],
+    [['quarantine', 'list'], 'limit', '0x10', '1 to 9007199254740991'],
+    [['groups'], 'limit', '1e3', '1 to 9007199254740991'],
+    [['sandbox'], 'rate-limit', '1e20', '1 to 9007199254740991'],
+    [['sandbox'], 'port', '', '0 to 65535'],
+  ])(
+    '%j --%s=%j is a usage error, before anything starts',
+    async (command, option, value, range) => {
+      const result = await cli([...command, `--${option}=${value}`], {
         REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
       });
       expect(result.code).toBe(2);
-      expect(result.output).toBe('feedback-receiver: --limit takes at most 9007199254740991\n');
+      expect(result.output).toBe(
+        `feedback-receiver: --${option} takes a whole number from ${range}\n`,
+      );
     },
   );
 });

@@ -299,7 +299,9 @@ describe('feedback-receiver, end to end against the sandbox', () => {
     expect(await page.text()).toContain('Invoice PDF download crashes');
     const other = await cli(['groups', '--project', 'prj_nobody'], redisEnv());
     expect(other).toMatchObject({ code: 0 });
-    expect(other.output).toContain('No group had a delivery in this span.');
+    expect(other.output).toBe(
+      'No groups: grouping holds no delivery of project prj_nobody in this Redis. Workers keep groups of similar feedback with SIMILAR=on, in their REDIS_URL and QUEUE_PREFIX.\n',
+    );
     expect(other.output, 'said once').not.toContain('0 groups of 0');
     const wrong = await cli(['groups', '--since', 'yesterday'], redisEnv());
     expect(wrong.code).toBe(2);
@@ -423,11 +425,15 @@ describe('feedback-receiver usage', () => {
     ],
     [
       ['quarantine', 'list', '--limit', '0'],
-      /^feedback-receiver: --limit takes a whole number, 1 or more/,
+      /^feedback-receiver: --limit takes a whole number from 1 to 9007199254740991\n$/,
+    ],
+    [
+      ['sandbox', '--host='],
+      /^feedback-receiver: sandbox needs --host; see feedback-receiver sandbox --help\n$/,
     ],
     [
       ['sandbox', '--rate-limit', '0'],
-      /^feedback-receiver: --rate-limit takes a whole number, 1 or more/,
+      /^feedback-receiver: --rate-limit takes a whole number from 1 to 9007199254740991\n$/,
     ],
   ])('answers wrong usage %j with exit code 2 and one sentence', async (args, message) => {
     const result = await cli(args);

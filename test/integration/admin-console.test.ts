@@ -122,6 +122,19 @@ describe('GET /admin/api/deliveries', () => {
   });
 });
 
+describe('the lists that take no parameter', () => {
+  // /quarantine?limit=5 answered the whole list, as if obeyed.
+  it.each([
+    ['/admin/api/overview?since=1h', 'since'],
+    ['/admin/api/quarantine?limit=5', 'limit'],
+    ['/admin/api/dead-letter?handler=triage', 'handler'],
+  ])('answer 400 to %s, naming the parameter', async (path, name) => {
+    const response = await request(app).get(path).set('Authorization', bearer).expect(400);
+    expect(response.body).toMatchObject({ code: 'BAD_REQUEST' });
+    expect(response.body.detail).toBe(`${name}: unknown parameter; this endpoint takes none`);
+  });
+});
+
 describe('GET /admin/api/deliveries/{key}', () => {
   it('answers one delivery with its record and runs, and 404 for a key not kept', async () => {
     const { body } = await request(app)

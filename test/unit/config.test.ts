@@ -99,6 +99,7 @@ describe('loadReceiverConfig', () => {
     ['REDIS_URL', 'redis+sentinel://127.0.0.1:26379', /REDIS_URL: expected the master name/],
     ['REDIS_URL', 'redis+cluster://127.0.0.1:7000/0', /REDIS_URL: a cluster-mode Redis has no/],
     ['REDIS_URL', 'redis+cluster://127.0.0.1:99999', /REDIS_URL: expected host:port/],
+    ['REDIS_URL', 'redis://127.0.0.1:99999', /REDIS_URL: expected host:port after the scheme/],
     ['QUEUE_PREFIX', 'a:b', /QUEUE_PREFIX: expected a key prefix/],
     ['QUEUE_PREFIX', '{a}', /QUEUE_PREFIX: expected a key prefix/],
     ['ACK_REPLICAS', '-1', /ACK_REPLICAS: expected a whole number from 0/],
@@ -115,6 +116,11 @@ describe('loadReceiverConfig', () => {
     ['BODY_LIMIT', '1.5', /BODY_LIMIT: expected a size/],
     ['QUARANTINE_MAX_BYTES', '100m', /QUARANTINE_MAX_BYTES: expected a size/],
     ['DEDUPE_TTL_SECONDS', '-1', /DEDUPE_TTL_SECONDS: expected a whole number/],
+    [
+      'DEDUPE_TTL_SECONDS',
+      '99999999999999',
+      /DEDUPE_TTL_SECONDS: expected a whole number from 1 to 315360000/,
+    ],
     ['INVALID_PAYLOAD', 'drop', /INVALID_PAYLOAD: /],
   ])('names %s when it is %j', (name, value, message) => {
     expect(configError({ ...minimal, [name]: value })).toMatch(message);

@@ -17,6 +17,16 @@ import { readDeadLetter, readOverview, readQuarantine } from './overview.js';
 
 const GroupSchema = z.strictObject({ handler: z.string(), reason: z.string() });
 
+/**
+ * For a list that takes no parameter: one it is given answers 400 naming it, as the lists that
+ * take some answer theirs. `/quarantine?limit=5` answered all 500 as if it had been obeyed.
+ */
+const takesNoParameters: express.RequestHandler = (req, res, next) => {
+  const [name] = Object.keys(req.query);
+  if (name === undefined) return next();
+  sendProblem(res, 'BAD_REQUEST', `${name}: unknown parameter; this endpoint takes none`);
+};
+
 export function createAdminApi(sources: ConsoleSources): Router {
   const { deliveryLog, quarantine, deliveries, deadLetter, runAgain, bulk, similarGroups } =
     sources;
@@ -24,7 +34,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
   // Another method on a path answers 405 with Allow, not 404.
   const { get, post } = methodRoutes(api);
 
-  get('/overview', async (_req, res) => {
+  get('/overview', takesNoParameters, async (_req, res) => {
     res.json(await readOverview(sources));
   });
 
@@ -127,7 +137,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ deliveryKey: req.params.key, runs });
   });
 
-  get('/quarantine', async (_req, res) => {
+  get('/quarantine', takesNoParameters, async (_req, res) => {
     res.json(await readQuarantine(sources));
   });
 
@@ -149,7 +159,7 @@ export function createAdminApi(sources: ConsoleSources): Router {
     res.json({ id: req.params.id, status: 'deleted' });
   });
 
-  get('/dead-letter', async (_req, res) => {
+  get('/dead-letter', takesNoParameters, async (_req, res) => {
     res.json(await readDeadLetter(sources));
   });
 

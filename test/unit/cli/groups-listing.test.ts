@@ -3,7 +3,7 @@
  * title cut and made safe for a terminal whatever a visitor wrote.
  */
 import { describe, expect, it } from 'vitest';
-import { groupLines, groupsFooter, MOST_WEIGHED } from '../../../src/cli/groups.js';
+import { groupLines, groupsFooter, MOST_WEIGHED, noGroupsLine } from '../../../src/cli/groups.js';
 import type { SimilarGroupSummary } from '../../../src/grouping/similar-groups.js';
 
 const at = Date.parse('2026-11-26T09:00:00.000Z');
@@ -46,11 +46,34 @@ describe('the groups listing', () => {
   it('names a record by its id when its title is empty', () => {
     expect(groupLines([group(4, '')], 1)[1]).toMatch(/ fb_4$/);
   });
+});
 
-  it('says when no group had a delivery', () => {
-    expect(groupLines([], 10)).toEqual([
-      'No group had a delivery in this span. Workers keep groups of similar feedback with SIMILAR=on.',
-    ]);
+describe('the line that says why no group is listed', () => {
+  const sinceMs = Date.parse('2026-11-28T12:00:00Z');
+
+  it('says grouping holds nothing, and where workers keep it, when it holds no delivery', () => {
+    expect(noGroupsLine({ since: '24h', sinceMs, project: undefined, lastAt: undefined })).toBe(
+      'No groups: grouping holds no delivery in this Redis. Workers keep groups of similar feedback with SIMILAR=on, in their REDIS_URL and QUEUE_PREFIX.',
+    );
+    expect(
+      noGroupsLine({ since: '24h', sinceMs, project: 'prj_\u001b[2J', lastAt: undefined }),
+    ).toContain('grouping holds no delivery of project prj_\\x1b[2J in this Redis');
+  });
+
+  it('says when the last delivery came, when it came before the span', () => {
+    expect(
+      noGroupsLine({ since: '1h', sinceMs, project: 'prj_shop', lastAt: sinceMs - 60_000 }),
+    ).toBe(
+      "No group had a delivery in the last 1h: grouping's last delivery of project prj_shop came at 2026-11-28T11:59:00.000Z; a longer --since shows the groups before it.",
+    );
+  });
+
+  it("says the span's deliveries are each like no other, when the last came in it", () => {
+    expect(
+      noGroupsLine({ since: '1h', sinceMs, project: undefined, lastAt: sinceMs + 60_000 }),
+    ).toBe(
+      'No group of two or more had a delivery in the last 1h: the deliveries grouped in it (the last at 2026-11-28T12:01:00.000Z) are each like no other.',
+    );
   });
 });
 

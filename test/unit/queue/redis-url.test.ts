@@ -74,6 +74,11 @@ describe('parseRedisUrl', () => {
     ['redis://127.0.0.1:6379/abc', /database number/],
     ['redis://:pw@127.0.0.1:6379/1abc', /database number/],
     ['rediss://127.0.0.1:6379/0/1', /database number/],
+    // WHATWG URL, which ioredis reads it with, cannot: a bare "Invalid URL" after start.
+    ['redis://127.0.0.1:99999', /host:port after the scheme, a port from 1 to 65535/],
+    ['redis://127.0.0.1:0', /host:port after the scheme/],
+    ['redis://:pw@/0', /host:port after the scheme/],
+    ['redis://a^b:6379', /host:port after the scheme/],
   ])('refuses %s', (url, message) => {
     expect(() => parseRedisUrl(url)).toThrow(RedisUrlError);
     expect(() => parseRedisUrl(url)).toThrow(message);
