@@ -26,6 +26,8 @@ const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .transform(Number)
     .refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`);
 
+const TEN_YEARS_SECONDS = 315_360_000;
+
 /**
  * A size as Express and body-parser write it: `1048576`, `512kb`, `1mb` (1kb = 1024 bytes). Only
  * these forms: `bytes.parse` reads whatever else by its leading digits (`1m`, `10s`: 1 and 10
@@ -135,9 +137,10 @@ const SharedEnv = {
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_PRETTY: booleanFlag.default(false),
   // At most ten years: past some thousand years the delivery history's expiry times reached Redis as
-  // 1e+17, which it refuses, and every history write failed.
-  DEDUPE_TTL_SECONDS: integer(1, 315_360_000).default(7 * 24 * 60 * 60),
-  COMPLETED_JOB_RETENTION_SECONDS: integer(1).default(24 * 60 * 60),
+  // 1e+17, which it refuses, and every history write failed. The retention, which bounds the
+  // queues' trim (its age in ms), the same.
+  DEDUPE_TTL_SECONDS: integer(1, TEN_YEARS_SECONDS).default(7 * 24 * 60 * 60),
+  COMPLETED_JOB_RETENTION_SECONDS: integer(1, TEN_YEARS_SECONDS).default(24 * 60 * 60),
   ACK_REPLICAS: integer(0, 100).default(0),
   ACK_REPLICAS_TIMEOUT_MS: integer(1, 60_000).default(1_000),
   SIMILAR: z.enum(['on', 'off']).default('off'),

@@ -121,6 +121,11 @@ describe('loadReceiverConfig', () => {
       '99999999999999',
       /DEDUPE_TTL_SECONDS: expected a whole number from 1 to 315360000/,
     ],
+    [
+      'COMPLETED_JOB_RETENTION_SECONDS',
+      '99999999999999',
+      /COMPLETED_JOB_RETENTION_SECONDS: expected a whole number from 1 to 315360000/,
+    ],
     ['INVALID_PAYLOAD', 'drop', /INVALID_PAYLOAD: /],
   ])('names %s when it is %j', (name, value, message) => {
     expect(configError({ ...minimal, [name]: value })).toMatch(message);
