@@ -31,6 +31,13 @@ afterAll(async () => {
   await redis.stop();
 });
 
+/** The `queued` counts of every minute's (or hour's) key under `prefix`, added up. */
+async function queuedIn(prefix: string, kind: 'minute' | 'hour'): Promise<number> {
+  const keys = await connection.keys(`${prefix}:stats:${kind}:*`);
+  const counts = await Promise.all(keys.map((key) => connection.hget(key, 'queued')));
+  return counts.reduce((total, count) => total + Number(count), 0);
+}
+
 it('counts each answer once in its minute when Redis refuses its hour key', async () => {
   const thisHour = Math.floor(Date.now() / HOUR) * HOUR;
   // The next hour's too, in case the counts below fall into it.
@@ -53,9 +60,7 @@ it('counts each answer once in its minute when Redis refuses its hour key', asyn
   // close() writes what is pending each time it is called: three more writes.
   for (let write = 0; write < 3; write += 1) await stats.close();
 
-  const minuteKeys = await connection.keys(`${PREFIX}:stats:minute:*`);
-  const counts = await Promise.all(minuteKeys.map((key) => connection.hget(key, 'queued')));
-  expect(counts.reduce((total, count) => total + Number(count), 0)).toBe(3);
+  expect(await queuedIn(PREFIX, 'minute')).toBe(3);
   expect(warnings).toHaveLength(1);
   expect(warnings[0]).toContain('WRONGTYPE');
 });
@@ -75,12 +80,8 @@ it('keeps the counts that never reached Redis for the write after it is back', a
   await stats.close();
   await stats.close();
 
-  const totals = [];
-  for (const kind of ['minute', 'hour']) {
-    const keys = await connection.keys(`${prefix}:stats:${kind}:*`);
-    const counts = await Promise.all(keys.map((key) => connection.hget(key, 'queued')));
-    totals.push(counts.reduce((total, count) => total + Number(count), 0));
-    for (const key of keys) expect(await connection.ttl(key)).toBeGreaterThan(0);
+  expect([await queuedIn(prefix, 'minute'), await queuedIn(prefix, 'hour')]).toEqual([1, 1]);
+  for (const key of await connection.keys(`${prefix}:stats:*`)) {
+    expect(await connection.ttl(key)).toBeGreaterThan(0);
   }
-  expect(totals).toEqual([1, 1]);
 }, 30_000);
