@@ -9,16 +9,16 @@
  * counts: a delivery is stored before it is answered).
  *
  * Each command of the pipeline is judged by its own reply, since Redis applies the others
- * whatever one of them answers: an applied command is never sent again. A command Redis refused
- * with an error reply (a key of the wrong type) is dropped, since sending it again cannot
- * succeed, with a warning at most once an hour. One that did not reach Redis because the
- * connection is lost is kept for the next write, as far back as it is still read; if the
+ * whatever one of them answers: an applied command is never sent again. One that did not reach
+ * Redis because the connection is lost, or that a Redis refusing writes for a while refused
+ * (READONLY, OOM...), is kept for the next write, as far back as it is still read; if the
  * connection dropped after it was sent, it may have been applied too and is then counted twice.
- * A command that timed out is dropped: its reply is lost, not necessarily its effect, so it is
- * counted at most once.
+ * A command Redis refused for good (a key of the wrong type) is dropped, since sending it again
+ * cannot succeed, with a warning at most once an hour. A command that timed out is dropped: its
+ * reply is lost, not necessarily its effect, so it is counted at most once.
  */
 import type { Logger } from '../logger.js';
-import { isConnectionLost, pipelineResults, type RedisConnection } from './redis.js';
+import { isRedisUnavailable, pipelineResults, type RedisConnection } from './redis.js';
 
 export interface DeliveryStats {
   /** One answer: its outcome, and for a refusal its reason. */
@@ -98,7 +98,7 @@ export function createDeliveryStats({
     if (!error) return 'applied';
     // ioredis rejects a command past `commandTimeout` with a plain Error and this message only.
     if (error.message === 'Command timed out') return 'timed out';
-    return isConnectionLost(connection, error) ? 'retry' : 'refused';
+    return isRedisUnavailable(connection, error) ? 'retry' : 'refused';
   };
 
   let lastRefusedWarning = -Infinity;
