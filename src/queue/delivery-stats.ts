@@ -7,9 +7,18 @@
  * answer to a sender never waits for a counter, and a busy receiver makes one write a second,
  * not one per request. A process that dies loses at most its last second of counts (only the
  * counts: a delivery is stored before it is answered).
+ *
+ * Each command of the pipeline is judged by its own reply, since Redis applies the others
+ * whatever one of them answers: an applied command is never sent again. One that did not reach
+ * Redis because the connection is lost, or that a Redis refusing writes for a while refused
+ * (READONLY, OOM...), is kept for the next write, as far back as it is still read; if the
+ * connection dropped after it was sent, it may have been applied too and is then counted twice.
+ * A command Redis refused for good (a key of the wrong type) is dropped, since sending it again
+ * cannot succeed, with a warning at most once an hour. A command that timed out is dropped: its
+ * reply is lost, not necessarily its effect, so it is counted at most once.
  */
 import type { Logger } from '../logger.js';
-import { pipelineResults, type RedisConnection } from './redis.js';
+import { isRedisUnavailable, pipelineResults, type RedisConnection } from './redis.js';
 
 export interface DeliveryStats {
   /** One answer: its outcome, and for a refusal its reason. */
@@ -38,6 +47,21 @@ const HOUR_TTL_SECONDS = 26 * 60 * 60;
 
 const minuteKey = (prefix: string, start: number) => `${prefix}:stats:minute:${start}`;
 const hourKey = (prefix: string, start: number) => `${prefix}:stats:hour:${start}`;
+/** How long after its start a minute and an hour are still read, and their counts worth a retry. */
+const MINUTE_READ_MS = HOUR;
+const HOUR_READ_MS = 24 * HOUR;
+const REFUSED_WARNING_INTERVAL_MS = HOUR;
+
+/** Counts not written yet to one key. */
+interface PendingKey {
+  readonly ttlSeconds: number;
+  /** After this, nobody reads the key: its counts are not worth another try. */
+  readonly readUntil: number;
+  readonly counts: Map<string, number>;
+}
+
+/** What became of one command of the pipeline. */
+type Outcome = 'applied' | 'retry' | 'timed out' | 'refused';
 
 export function createDeliveryStats({
   connection,
@@ -48,14 +72,45 @@ export function createDeliveryStats({
   prefix: string;
   logger: Logger;
 }): DeliveryStats {
-  /** Counts not written yet, by the minute they happened in. */
-  let pending = new Map<number, Map<string, number>>();
+  /** Counts not written yet, by key: each answer counts in its minute's key and its hour's. */
+  let pending = new Map<string, PendingKey>();
+
+  const pendingKey = (key: string, ttlSeconds: number, readUntil: number) => {
+    let entry = pending.get(key);
+    if (!entry) pending.set(key, (entry = { ttlSeconds, readUntil, counts: new Map() }));
+    return entry;
+  };
+  const addTo = (entry: PendingKey, field: string, count: number) =>
+    entry.counts.set(field, (entry.counts.get(field) ?? 0) + count);
 
   const add = (field: string) => {
     const minute = Math.floor(Date.now() / MINUTE) * MINUTE;
-    let counts = pending.get(minute);
-    if (!counts) pending.set(minute, (counts = new Map()));
-    counts.set(field, (counts.get(field) ?? 0) + 1);
+    const hour = Math.floor(minute / HOUR) * HOUR;
+    addTo(
+      pendingKey(minuteKey(prefix, minute), MINUTE_TTL_SECONDS, minute + MINUTE_READ_MS),
+      field,
+      1,
+    );
+    addTo(pendingKey(hourKey(prefix, hour), HOUR_TTL_SECONDS, hour + HOUR_READ_MS), field, 1);
+  };
+
+  const outcomeOf = (error: Error | null | undefined): Outcome => {
+    if (!error) return 'applied';
+    // ioredis rejects a command past `commandTimeout` with a plain Error and this message only.
+    if (error.message === 'Command timed out') return 'timed out';
+    return isRedisUnavailable(connection, error) ? 'retry' : 'refused';
+  };
+
+  let lastRefusedWarning = -Infinity;
+  const warnRefused = (refused: Error[]) => {
+    if (refused.length === 0) return;
+    const at = Date.now();
+    const firstThisHour = at - lastRefusedWarning >= REFUSED_WARNING_INTERVAL_MS;
+    if (firstThisHour) lastRefusedWarning = at;
+    logger[firstThisHour ? 'warn' : 'debug'](
+      { error: refused[0]!.message, refused: refused.length },
+      'Redis refused delivery counts; they are dropped (warned at most once an hour)',
+    );
   };
 
   let flushing: Promise<void> | undefined;
@@ -64,30 +119,42 @@ export function createDeliveryStats({
     const batch = pending;
     pending = new Map();
     const pipeline = connection.pipeline();
-    for (const [minute, counts] of batch) {
-      const hour = Math.floor(minute / HOUR) * HOUR;
-      for (const [field, count] of counts) {
-        pipeline.hincrby(minuteKey(prefix, minute), field, count);
-        pipeline.hincrby(hourKey(prefix, hour), field, count);
+    /** For each command, what to keep if it must be sent again: a count, or only the EXPIRE. */
+    const sent: { key: string; entry: PendingKey; field?: string; count?: number }[] = [];
+    for (const [key, entry] of batch) {
+      for (const [field, count] of entry.counts) {
+        pipeline.hincrby(key, field, count);
+        sent.push({ key, entry, field, count });
       }
-      pipeline.expire(minuteKey(prefix, minute), MINUTE_TTL_SECONDS);
-      pipeline.expire(hourKey(prefix, hour), HOUR_TTL_SECONDS);
+      pipeline.expire(key, entry.ttlSeconds);
+      sent.push({ key, entry });
     }
+    let replies: [Error | null, unknown][];
     try {
-      pipelineResults(await pipeline.exec());
+      replies = (await pipeline.exec()) ?? [];
     } catch (error) {
-      // Redis is away: keep the counts for the next try, as far back as they are still read.
-      const oldest = Date.now() - HOUR;
-      for (const [minute, counts] of batch) {
-        if (minute < oldest) continue;
-        const merged = pending.get(minute) ?? new Map<string, number>();
-        for (const [field, count] of counts) merged.set(field, (merged.get(field) ?? 0) + count);
-        pending.set(minute, merged);
-      }
-      logger.debug(
-        { error: error instanceof Error ? error.message : String(error) },
-        'delivery stats not written yet',
-      );
+      // The pipeline as a whole failed (a cluster without slots yet): every command shares it.
+      const failure = error instanceof Error ? error : new Error(String(error));
+      replies = sent.map(() => [failure, undefined]);
+    }
+    const now = Date.now();
+    const refused: Error[] = [];
+    let lost = 0;
+    let kept = 0;
+    for (const [index, { key, entry, field, count }] of sent.entries()) {
+      const error = replies[index]?.[0] ?? null;
+      const outcome = outcomeOf(error);
+      if (outcome === 'refused') refused.push(error!);
+      if (outcome === 'timed out') lost += 1;
+      if (outcome !== 'retry' || entry.readUntil < now) continue;
+      // An empty entry still sends its EXPIRE, so no key is left without one.
+      const again = pendingKey(key, entry.ttlSeconds, entry.readUntil);
+      if (field !== undefined) addTo(again, field, count!);
+      kept += 1;
+    }
+    warnRefused(refused);
+    if (lost > 0 || kept > 0) {
+      logger.debug({ timedOut: lost, kept }, 'delivery stats not all written');
     }
   }
   const flush = () => (flushing ??= write().finally(() => (flushing = undefined)));
