@@ -212,7 +212,8 @@ export function createRuns(options: RunsOptions): Runs {
         throw new DelayedError();
       }
     }
-    // Started before without an outcome: a crash, or a completion Redis never got. A job that
+    // Started before without an outcome: a crash, or a completion Redis never got (or a start
+    // that gave its attempt back: rate limited, interrupted, left: one read more). A job that
     // looks new may still be one whose completion a failover lost (see completion-ledger.ts).
     const startedBefore = job.attemptsStarted > job.attemptsMade + 1;
     const successKey = runSuccessKey(handler.name, delivery.key, lifeOf(job));
