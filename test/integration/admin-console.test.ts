@@ -400,7 +400,15 @@ describe('the overview', () => {
     expect(body.stats.lastHour).toEqual(expected);
     expect(body.stats.lastDay).toEqual(expected);
     expect(body.stats.perMinute).toHaveLength(60);
-    expect(body.stats.perMinute.at(-1).counts).toEqual(expected);
+    // Counted in the last minute, or in the one before when the read came in the next minute.
+    const lastTwo = (body.stats.perMinute as { counts: Record<string, number> }[]).slice(-2);
+    const counted: Record<string, number> = {};
+    for (const { counts } of lastTwo) {
+      for (const [field, count] of Object.entries(counts)) {
+        counted[field] = (counted[field] ?? 0) + count;
+      }
+    }
+    expect(counted).toEqual(expected);
     expect(body.queues.map((queue: { name: string }) => queue.name)).toEqual([
       'deliveries',
       'runs-auto-triage',
