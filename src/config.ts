@@ -16,6 +16,7 @@ export type InvalidPayloadMode = (typeof INVALID_PAYLOAD_MODES)[number];
 
 import type { LogLevel } from './logger.js';
 import { DEFAULT_SIMILAR_THRESHOLD } from './similar/grouping.js';
+import { MOST_KEPT } from './history/delivery-history.js';
 export type { LogLevel };
 
 const integer = (min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -193,6 +194,7 @@ const WorkerEnv = z.object({
   TRIAGE_RULES: z.string().trim().min(1).optional(),
   TRIAGE_DRY_RUN: booleanFlag.default(false),
   CONSOLE_URL: httpUrl.optional(),
+  HISTORY_MAX_DELIVERIES: integer(1, 100_000_000).default(MOST_KEPT),
 });
 
 const ProbeEnv = z.object({
@@ -319,6 +321,8 @@ export interface WorkerConfig extends SharedConfig {
   readonly metricsPort: number;
   /** Auto-triage, when TRIAGE_RULES names a rules file. */
   readonly triage: TriageConfig | undefined;
+  /** Most deliveries the delivery history keeps; past it the worker drops the oldest. */
+  readonly historyMaxDeliveries: number;
 }
 
 export interface ApiConfig {
@@ -484,6 +488,7 @@ export function loadWorkerConfig(
     shutdownTimeoutSeconds: vars.SHUTDOWN_TIMEOUT_SECONDS,
     metricsPort: vars.METRICS_PORT,
     triage,
+    historyMaxDeliveries: vars.HISTORY_MAX_DELIVERIES,
   });
 }
 

@@ -133,6 +133,7 @@ export async function startWorker(
     logger,
     concurrency: config.concurrency,
     dedupeTtlSeconds: config.dedupeTtlSeconds,
+    historyMaxDeliveries: config.historyMaxDeliveries,
     ackReplicas: config.ackReplicas,
     lockDurationMs: config.lockSeconds * 1000,
     retention: handlerRunRetention(config.completedJobRetentionSeconds),

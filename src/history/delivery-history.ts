@@ -1,7 +1,8 @@
 /**
  * The history of every delivery a worker routed, kept as long as deliveries are remembered
- * (DEDUPE_TTL_SECONDS, to the end of the day it was received: a day's keys expire together), and
- * searched in time proportional to what a search finds, not to what is kept.
+ * (DEDUPE_TTL_SECONDS, to the end of the day it was received: a day's keys expire together) and
+ * at most HISTORY_MAX_DELIVERIES of them, the newest, and searched in time proportional to what a
+ * search finds, not to what is kept.
  *
  * Under `<prefix>:history:`, each delivery has a number (`seq`, in the order they were routed) and
  *   - `e:<seq>`: its entry, one compact JSON line (key, time, record id, feedback id, project,
@@ -11,7 +12,10 @@
  *     four bytes each: the numbers a word finds, oldest first; `w:<day>:!failed` for runs that
  *     failed for good. Older numbers of the word move, from time to time, to the front of
  *     `o:<day>:<word>`, written whole: an appended string keeps room to grow (write-history.lua);
- *   - `first:<day>`: the first number of the day, so the whole history's size is one subtraction.
+ *   - `first:<day>`: the first number of the day, so the whole history's size is one subtraction;
+ *   - `last:<day>`, the newest number of the day, and `words:<day>`, a list of its words: once the
+ *     cap's `floor` (the lowest number kept) passes a day's newest number, its keys are dropped
+ *     whole, word by word (write-history.lua). Until then readers skip numbers below the floor.
  * The writes go in batches, one script call each (history-writer.ts); reads are a few commands
  * whatever is kept. A history entry is a few hundred bytes; the whole record stays in its job.
  */
@@ -80,6 +84,9 @@ interface StoredOutcome {
  */
 export const ROUTING = 'routing';
 
+/** HISTORY_MAX_DELIVERIES by default: some 0.8 GB of Redis at about 800 bytes a delivery. */
+export const MOST_KEPT = 1_000_000;
+
 export const LONGEST_TITLE = 200;
 const LONGEST_REASON = 300;
 const RESULT_BUDGET = 400;
@@ -96,6 +103,8 @@ export function historyKeys(prefix: string) {
     /** The same word's older numbers, that came before those of `word`. */
     olderOfWord: (day: number, word: string) => `${base}o:${day}:${word}`,
     first: (day: number) => `${base}first:${day}`,
+    /** The lowest number kept: those below it the cap dropped (HISTORY_MAX_DELIVERIES). */
+    floor: `${base}floor`,
   };
 }
 

@@ -66,13 +66,20 @@ export function createHistorySearch(options: {
   const now = options.now ?? Date.now;
   const keys = historyKeys(options.prefix);
 
-  /** The newest number, and the oldest still kept (the first of the oldest day kept). */
+  /**
+   * The newest number, and the oldest still kept: the first of the oldest day kept, or the floor
+   * below which the cap dropped them, whichever is higher.
+   */
   async function range(): Promise<{ newest: number; oldest: number }> {
     const days = keptDays(now(), ttlSeconds);
-    const [newest, ...firsts] = await connection.mget(keys.seq, ...days.map(keys.first));
+    const [newest, floor, ...firsts] = await connection.mget(
+      keys.seq,
+      keys.floor,
+      ...days.map(keys.first),
+    );
     const kept = firsts.flatMap((first) => (first === null ? [] : [Number(first)]));
     if (newest === null || kept.length === 0) return { newest: 0, oldest: 1 };
-    return { newest: Number(newest), oldest: Math.min(...kept) };
+    return { newest: Number(newest), oldest: Math.max(Math.min(...kept), Number(floor ?? 1)) };
   }
 
   const search: HistorySearch = {
@@ -88,6 +95,8 @@ export function createHistorySearch(options: {
         const failed = await postings(connection, keys, '!failed', now(), ttlSeconds);
         found = wanted === '' ? failed : intersect(toList(found), failed);
       }
+      // Word lists keep the numbers of entries the cap dropped until their day goes whole.
+      if (found instanceof Uint32Array) found = from(found, oldest);
       if (state === undefined) {
         const count = countOf(found);
         return {
@@ -161,6 +170,13 @@ function slice(found: Candidates, start: number, end: number): number[] {
     seqs.push(seq);
   }
   return seqs;
+}
+
+/** The numbers of `seqs` (newest first) from `oldest` on. */
+function from(seqs: Uint32Array, oldest: number): Uint32Array {
+  let end = seqs.length;
+  while (end > 0 && seqs[end - 1]! < oldest) end -= 1;
+  return seqs.subarray(0, end);
 }
 
 function toList(found: Candidates): Uint32Array {

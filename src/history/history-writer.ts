@@ -7,7 +7,8 @@
  * and the writer says so when it starts dropping and how many once it keeps up again. The
  * history is for operators: a write that fails is logged and dropped (the delivery and its runs
  * are in their jobs all the same), and a worker that dies loses what it had not yet written,
- * never a delivery.
+ * never a delivery. It keeps at most `mostKept` entries (HISTORY_MAX_DELIVERIES): each batch drops
+ * the oldest past it (the script), and the writer warns of it at most once an hour.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
@@ -17,6 +18,8 @@ import {
   dayOf,
   expiryOfDay,
   historyKeys,
+  keptDays,
+  MOST_KEPT,
   ROUTING,
   storedEntry,
   storedOutcome,
@@ -36,6 +39,8 @@ const LARGEST_BATCH = 50;
  * together; beyond this many, new ones are dropped and counted.
  */
 export const MOST_HELD = 20_000;
+
+const CAP_WARNING_EVERY_MS = 60 * 60_000;
 
 /** One batch, in order (see the script for what it writes): loaded once, with the module. */
 const WRITE_HISTORY = readFileSync(new URL('./write-history.lua', import.meta.url), 'utf8');
@@ -86,7 +91,14 @@ export interface HistoryWriter {
 }
 
 type WithHistoryScript = RedisConnection & {
-  writeHistory(seqKey: string, base: string, ops: string): Promise<number>;
+  /** Resolves to how many entries it dropped past the cap. */
+  writeHistory(
+    seqKey: string,
+    base: string,
+    ops: string,
+    mostKept: number,
+    days: string,
+  ): Promise<number>;
 };
 
 export function createHistoryWriter(options: {
@@ -96,8 +108,10 @@ export function createHistoryWriter(options: {
   readonly logger: Logger;
   /** Lines held at most, waiting or being written. Default: MOST_HELD. */
   readonly mostHeld?: number;
+  /** Entries kept at most; the oldest are dropped past it. Default: MOST_KEPT. */
+  readonly mostKept?: number;
 }): HistoryWriter {
-  const { prefix, ttlSeconds, logger, mostHeld = MOST_HELD } = options;
+  const { prefix, ttlSeconds, logger, mostHeld = MOST_HELD, mostKept = MOST_KEPT } = options;
   const keys = historyKeys(prefix);
   const connection = options.connection as WithHistoryScript;
   connection.defineCommand('writeHistory', { numberOfKeys: 1, lua: WRITE_HISTORY });
@@ -110,10 +124,23 @@ export function createHistoryWriter(options: {
   let writing: Promise<void> | undefined;
   let failing = false;
   let dropped = 0;
+  let lastCapWarning = -Infinity;
+
+  const warnAtCap = (droppedAtCap: number) => {
+    if (droppedAtCap === 0 || Date.now() - lastCapWarning < CAP_WARNING_EVERY_MS) return;
+    lastCapWarning = Date.now();
+    logger.warn(
+      { mostKept, dropped: droppedAtCap },
+      `history at its cap of ${mostKept} deliveries: dropping the oldest; raise HISTORY_MAX_DELIVERIES or size Redis (warned at most once an hour)`,
+    );
+  };
 
   const writeBatch = async (batch: Op[]) => {
     try {
-      await connection.writeHistory(keys.seq, keys.base, JSON.stringify(batch));
+      const days = keptDays(Date.now(), ttlSeconds).join(' ');
+      warnAtCap(
+        await connection.writeHistory(keys.seq, keys.base, JSON.stringify(batch), mostKept, days),
+      );
       if (failing) logger.info('history written again');
       failing = false;
       reportDropped();

@@ -62,6 +62,8 @@ export interface WorkerRuntimeOptions {
   readonly concurrency?: number;
   /** How long a run's markers are kept; see DEDUPE_TTL_SECONDS. */
   readonly dedupeTtlSeconds: number;
+  /** HISTORY_MAX_DELIVERIES: most deliveries the history keeps. Default: 1 000 000. */
+  readonly historyMaxDeliveries?: number;
   /** ACK_REPLICAS: how many replicas must hold a run's success before this process forgets it. */
   readonly ackReplicas?: ReplicaAcks;
   /**
@@ -164,6 +166,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     prefix,
     ttlSeconds: options.dedupeTtlSeconds,
     logger,
+    ...(options.historyMaxDeliveries ? { mostKept: options.historyMaxDeliveries } : {}),
   });
   // Grouping checks the windows of every running worker's handlers, so a crossing is found
   // whichever worker routes the delivery that makes it (the roster, read in `announce`).

@@ -233,7 +233,17 @@ describe('loadWorkerConfig', () => {
       shutdownTimeoutSeconds: 30,
       metricsPort: 9464,
       triage: undefined,
+      historyMaxDeliveries: 1_000_000,
     });
+  });
+
+  it('reads HISTORY_MAX_DELIVERIES, and refuses a value out of range naming it', () => {
+    expect(loadWorkerConfig({ HISTORY_MAX_DELIVERIES: '50' }).historyMaxDeliveries).toBe(50);
+    for (const value of ['0', '-5', '1e6', 'many', '100000001']) {
+      expect(() => loadWorkerConfig({ HISTORY_MAX_DELIVERIES: value })).toThrow(
+        /HISTORY_MAX_DELIVERIES: expected a whole number from 1 to 100000000/,
+      );
+    }
   });
 
   it('reads SIMILAR, SIMILAR_THRESHOLD and SIMILAR_KEEP, and refuses values out of range', () => {
