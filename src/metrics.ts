@@ -24,6 +24,8 @@ export interface Metrics {
   readonly similarDuration: Histogram;
   /** Quarantine entries dropped to keep it within its bounds, by bound: age, count, bytes. */
   readonly quarantineDropped: Counter<'bound'>;
+  /** Delivery history entries the worker dropped, oldest first, past HISTORY_MAX_DELIVERIES. */
+  readonly historyDropped: Counter;
   /**
    * Reports the depths (waiting, active, delayed, failed) of these queues on scrapes. A function
    * is asked at each read, for a list of queues that changes (one per handler, as workers
@@ -168,6 +170,11 @@ export function createMetrics({
       name: 'feedback_receiver_quarantine_dropped_total',
       help: 'Quarantine entries dropped, oldest first, to keep it within QUARANTINE_MAX_AGE_DAYS (bound "age"), QUARANTINE_MAX_ENTRIES ("count") and QUARANTINE_MAX_BYTES ("bytes").',
       labelNames: ['bound'],
+      registers,
+    }),
+    historyDropped: new Counter({
+      name: 'feedback_receiver_history_dropped_total',
+      help: 'Delivery history entries dropped, oldest first, to keep it within HISTORY_MAX_DELIVERIES (deliveries and runs are not affected).',
       registers,
     }),
     watchQueues: (queues) => {

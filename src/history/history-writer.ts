@@ -110,6 +110,8 @@ export function createHistoryWriter(options: {
   readonly mostHeld?: number;
   /** Entries kept at most; the oldest are dropped past it. Default: MOST_KEPT. */
   readonly mostKept?: number;
+  /** Told how many entries each batch dropped past `mostKept`, when it dropped any. */
+  readonly dropped?: (entries: number) => void;
 }): HistoryWriter {
   const { prefix, ttlSeconds, logger, mostHeld = MOST_HELD, mostKept = MOST_KEPT } = options;
   const keys = historyKeys(prefix);
@@ -127,7 +129,9 @@ export function createHistoryWriter(options: {
   let lastCapWarning = -Infinity;
 
   const warnAtCap = (droppedAtCap: number) => {
-    if (droppedAtCap === 0 || Date.now() - lastCapWarning < CAP_WARNING_EVERY_MS) return;
+    if (droppedAtCap === 0) return;
+    options.dropped?.(droppedAtCap);
+    if (Date.now() - lastCapWarning < CAP_WARNING_EVERY_MS) return;
     lastCapWarning = Date.now();
     logger.warn(
       { mostKept, dropped: droppedAtCap },

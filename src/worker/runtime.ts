@@ -79,7 +79,10 @@ export interface WorkerRuntimeOptions {
    */
   readonly deliveryRetention?: JobRetention;
   /** Counts and times handler runs by outcome. */
-  readonly metrics?: Pick<Metrics, 'handlerRuns' | 'handlerRunDuration' | 'similarDuration'>;
+  readonly metrics?: Pick<
+    Metrics,
+    'handlerRuns' | 'handlerRunDuration' | 'similarDuration' | 'historyDropped'
+  >;
   /**
    * TRIAGE_DRY_RUN: auto-triage matches and logs, and sends nothing. Said on the start line, so a
    * dry run is not taken for a live one. Default: false.
@@ -167,6 +170,7 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     ttlSeconds: options.dedupeTtlSeconds,
     logger,
     ...(options.historyMaxDeliveries ? { mostKept: options.historyMaxDeliveries } : {}),
+    dropped: (entries) => options.metrics?.historyDropped.inc(entries),
   });
   // Grouping checks the windows of every running worker's handlers, so a crossing is found
   // whichever worker routes the delivery that makes it (the roster, read in `announce`).

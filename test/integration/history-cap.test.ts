@@ -23,11 +23,13 @@ const prefix = `test-history-cap-${randomUUID().slice(0, 8)}`;
 const keys = historyKeys(prefix);
 const redis = new Redis(inject('redisUrl'));
 const logs: Record<string, unknown>[] = [];
+let dropped = 0;
 const writer = createHistoryWriter({
   connection: redis,
   prefix,
   ttlSeconds: TTL_SECONDS,
   mostKept: CAP,
+  dropped: (entries) => (dropped += entries),
   logger: createLogger({
     level: 'info',
     destination: { write: (line: string) => void logs.push(JSON.parse(line)) },
@@ -119,7 +121,8 @@ describe('the delivery history at its cap', () => {
     expect(await redis.exists(keys.word(today, 'checkout'))).toBe(1);
   });
 
-  it('says once that it is at its cap', () => {
+  it('says once that it is at its cap, and counts every entry it dropped', () => {
+    expect(dropped).toBe(DELIVERIES - CAP);
     const warnings = logs.filter((log) => String(log.msg).includes('at its cap of 50'));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ level: 40 });
