@@ -26,18 +26,16 @@ export interface TrimOptions {
    */
   readonly dedupeTtlSeconds: number;
   readonly logger: Logger;
-  /** Default: MOST_TRIMMED_PER_PASS. */
-  readonly mostPerPass?: number;
 }
 
 /**
  * Removes the finished jobs of these queues that are older than their retention keeps (or than
- * DEDUPE_TTL_SECONDS, when longer), at most `mostPerPass` per queue and state; says what it
+ * DEDUPE_TTL_SECONDS, when longer), at most MOST_TRIMMED_PER_PASS per queue and state; says what it
  * removed. Resolves to how many it removed.
  */
 export async function trimFinishedJobs(
   queues: readonly Queue[],
-  { retention, dedupeTtlSeconds, logger, mostPerPass = MOST_TRIMMED_PER_PASS }: TrimOptions,
+  { retention, dedupeTtlSeconds, logger }: TrimOptions,
 ): Promise<number> {
   const states = [
     ['completed', retention.removeOnComplete],
@@ -54,7 +52,7 @@ export async function trimFinishedJobs(
       // every pass. So it is called only when the oldest finished job is past its time.
       const [oldest] = await queue.getJobs([state], 0, 0, true);
       if (!oldest?.finishedOn || oldest.finishedOn > Date.now() - graceMs) continue;
-      const ids = await queue.clean(graceMs, mostPerPass, state);
+      const ids = await queue.clean(graceMs, MOST_TRIMMED_PER_PASS, state);
       if (ids.length === 0) continue;
       removed += ids.length;
       logger.info(

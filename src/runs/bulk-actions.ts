@@ -23,10 +23,8 @@ import { addRuns, runJobId, type RunQueues } from './run-queues.js';
 import { readRoster } from './handler-roster.js';
 import { startAfresh } from './restart.js';
 
-export type BulkAction = 'retry' | 'run-again';
-
 export interface BulkSelection {
-  readonly action: BulkAction;
+  readonly action: 'retry' | 'run-again';
   /** The search, as the deliveries page takes it. */
   readonly q?: string | undefined;
   readonly state?: HistoryState | undefined;
