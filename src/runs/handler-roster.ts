@@ -55,9 +55,6 @@ type Scripted = RedisConnection & {
   announceHandlers(...args: (string | number)[]): Promise<unknown>;
 };
 
-/** The connections the script is defined on (a worker announces every few seconds). */
-const scriptedConnections = new WeakSet<RedisConnection>();
-
 /** An entry as stored: windows as [atLeast, withinMs] pairs. */
 const storedEntry = ({ attempts, events, similarWindows = [] }: RosterEntry) => ({
   attempts,
@@ -82,9 +79,9 @@ export async function announceHandlers(
   if (handlers.length === 0) return;
   const at = Date.now();
   const scripted = connection as Scripted;
-  if (!scriptedConnections.has(connection)) {
+  // Defined once per connection: a worker announces every few seconds.
+  if (!('announceHandlers' in connection)) {
     scripted.defineCommand('announceHandlers', { numberOfKeys: 2, lua: ANNOUNCE });
-    scriptedConnections.add(connection);
   }
   const ownEntry = JSON.stringify({
     until: at + worker.runningForMs,
