@@ -1,13 +1,8 @@
 /**
- * Keeps queues within their retention's age when no job of theirs finishes. BullMQ applies a
- * job's `removeOnComplete`/`removeOnFail` only when a job of the same queue finishes, so the
- * `deliveries` queue while no delivery comes (a quiet weekend), or the queue of a handler that no
- * worker has any more (taken out of a release) or that gets no runs for a while, keeps its
- * finished jobs past their age (BullMQ's KeepJobs docs say so). Their count needs nothing more:
- * it grows only as jobs finish, which is when BullMQ caps it.
- *
- * Only finished jobs go, through BullMQ's `Queue.clean`: a waiting or delayed run of a removed
- * handler is an acknowledged delivery's work, and waits for a worker that has it.
+ * Keeps queues within their retention's age when no job of theirs finishes: BullMQ applies a
+ * job's `removeOnComplete`/`removeOnFail` only when a job of the same queue finishes (its
+ * KeepJobs docs say so; docs/runs.md, "How long finished runs are kept"). Only finished jobs go,
+ * through `Queue.clean`: a waiting run of a removed handler waits for a worker that has it.
  */
 import type { Queue } from 'bullmq';
 import { keptBy, type JobRetention } from './deliveries-queue.js';

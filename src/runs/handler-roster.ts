@@ -1,15 +1,8 @@
 /**
- * The handlers workers have: each worker writes its own at start and again every few seconds
- * while it runs (name, attempts and events), so the console can offer them by name, a backfill
- * can give a new run the attempts its handler has, and a worker routes a delivery to the handlers
- * other workers have, and checks the group-size windows they declare (runtime.ts). A handler is
- * offered for OFFERED_FOR_SECONDS after the last worker that has it wrote it (started, or
- * stopped); its run queue is listed (the dead letter, the reader) as long as its failed runs may
- * be kept.
- *
- * What running workers have is kept per worker (`<prefix>:handler-roster:workers`), not per
- * handler name: two workers may run a handler of the same name with other rules (a rolling deploy
- * that changes the triage rules file), and each one's windows count while it runs.
+ * The handlers workers have (name, attempts, events, windows), written by each at start and every
+ * few seconds while it runs: docs/runs.md ("The queues") says who reads them, and for how long.
+ * What running workers have is kept per worker, not per handler name: two workers may run a
+ * handler of the same name with other rules (a rolling deploy), and each one's windows count.
  */
 import { readFileSync } from 'node:fs';
 import type { RedisConnection } from '../queue/redis.js';
