@@ -96,15 +96,11 @@ export async function announceHandlers(
   );
 }
 
+/** `includeRetired`: also the handlers no longer offered, whose queues may hold failed runs. */
 export async function readRoster(
   connection: RedisConnection,
   prefix: string,
-  {
-    includeRetired = false,
-  }: {
-    /** Also the handlers no longer offered, whose queues may still hold failed runs. */
-    includeRetired?: boolean;
-  } = {},
+  { includeRetired = false }: { includeRetired?: boolean } = {},
 ): Promise<RosterEntry[]> {
   const within = (includeRetired ? ROSTER_TTL_SECONDS : OFFERED_FOR_SECONDS) * 1000;
   const stored = await connection.hgetall(rosterKey(prefix));

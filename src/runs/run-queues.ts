@@ -51,11 +51,8 @@ export function createRunQueues(
     return queue;
   };
   const handlers = async () => {
-    const known = new Set(opened.keys());
-    for (const { name } of await readRoster(connection, prefix, { includeRetired: true })) {
-      known.add(name);
-    }
-    return [...known].sort();
+    const roster = await readRoster(connection, prefix, { includeRetired: true });
+    return [...new Set([...opened.keys(), ...roster.map(({ name }) => name)])].sort();
   };
   return {
     of,
