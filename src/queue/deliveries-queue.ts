@@ -29,15 +29,12 @@ export type JobRetention = Pick<JobsOptions, 'removeOnComplete' | 'removeOnFail'
  * What one state's retention keeps (BullMQ's `removeOnComplete` or `removeOnFail`): jobs no older
  * than `ageSeconds`, at most `count` of them; each undefined where it sets no such bound.
  */
-export function keptBy(keep: JobRetention['removeOnFail']): {
-  readonly ageSeconds: number | undefined;
-  readonly count: number | undefined;
-} {
-  if (typeof keep === 'number')
-    return { ageSeconds: undefined, count: keep > 0 ? keep : undefined };
-  if (typeof keep !== 'object') return { ageSeconds: undefined, count: undefined };
-  const count = keep.count !== undefined && keep.count > 0 ? keep.count : undefined;
-  return { ageSeconds: 'age' in keep ? keep.age : undefined, count };
+export function keptBy(keep: JobRetention['removeOnFail']) {
+  const bounds = typeof keep === 'object' ? keep : { count: typeof keep === 'number' ? keep : 0 };
+  return {
+    ageSeconds: 'age' in bounds ? bounds.age : undefined,
+    count: bounds.count !== undefined && bounds.count > 0 ? bounds.count : undefined,
+  };
 }
 
 /**

@@ -63,15 +63,12 @@ interface PendingKey {
 /** What became of one command of the pipeline. */
 type Outcome = 'applied' | 'retry' | 'timed out' | 'refused';
 
-export function createDeliveryStats({
-  connection,
-  prefix,
-  logger,
-}: {
+export function createDeliveryStats(options: {
   connection: RedisConnection;
   prefix: string;
   logger: Logger;
 }): DeliveryStats {
+  const { connection, prefix, logger } = options;
   /** Counts not written yet, by key: each answer counts in its minute's key and its hour's. */
   let pending = new Map<string, PendingKey>();
 

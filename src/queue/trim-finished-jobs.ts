@@ -1,13 +1,8 @@
 /**
- * Keeps queues within their retention's age when no job of theirs finishes. BullMQ applies a
- * job's `removeOnComplete`/`removeOnFail` only when a job of the same queue finishes, so the
- * `deliveries` queue while no delivery comes (a quiet weekend), or the queue of a handler that no
- * worker has any more (taken out of a release) or that gets no runs for a while, keeps its
- * finished jobs past their age (BullMQ's KeepJobs docs say so). Their count needs nothing more:
- * it grows only as jobs finish, which is when BullMQ caps it.
- *
- * Only finished jobs go, through BullMQ's `Queue.clean`: a waiting or delayed run of a removed
- * handler is an acknowledged delivery's work, and waits for a worker that has it.
+ * Keeps queues within their retention's age when no job of theirs finishes: BullMQ applies a
+ * job's `removeOnComplete`/`removeOnFail` only when a job of the same queue finishes (its
+ * KeepJobs docs say so; docs/runs.md, "How long finished runs are kept"). Only finished jobs go,
+ * through `Queue.clean`: a waiting run of a removed handler waits for a worker that has it.
  */
 import type { Queue } from 'bullmq';
 import { keptBy, type JobRetention } from './deliveries-queue.js';
@@ -26,18 +21,16 @@ export interface TrimOptions {
    */
   readonly dedupeTtlSeconds: number;
   readonly logger: Logger;
-  /** Default: MOST_TRIMMED_PER_PASS. */
-  readonly mostPerPass?: number;
 }
 
 /**
  * Removes the finished jobs of these queues that are older than their retention keeps (or than
- * DEDUPE_TTL_SECONDS, when longer), at most `mostPerPass` per queue and state; says what it
+ * DEDUPE_TTL_SECONDS, when longer), at most MOST_TRIMMED_PER_PASS per queue and state; says what it
  * removed. Resolves to how many it removed.
  */
 export async function trimFinishedJobs(
   queues: readonly Queue[],
-  { retention, dedupeTtlSeconds, logger, mostPerPass = MOST_TRIMMED_PER_PASS }: TrimOptions,
+  { retention, dedupeTtlSeconds, logger }: TrimOptions,
 ): Promise<number> {
   const states = [
     ['completed', retention.removeOnComplete],
@@ -54,7 +47,7 @@ export async function trimFinishedJobs(
       // every pass. So it is called only when the oldest finished job is past its time.
       const [oldest] = await queue.getJobs([state], 0, 0, true);
       if (!oldest?.finishedOn || oldest.finishedOn > Date.now() - graceMs) continue;
-      const ids = await queue.clean(graceMs, mostPerPass, state);
+      const ids = await queue.clean(graceMs, MOST_TRIMMED_PER_PASS, state);
       if (ids.length === 0) continue;
       removed += ids.length;
       logger.info(

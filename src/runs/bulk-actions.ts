@@ -1,14 +1,9 @@
 /**
- * An operator acts on a search result at once: `retry` starts every run in it that failed for
- * good afresh; `run-again` runs one handler again on every delivery in it whose record is still
- * kept, a backfill (a handler added today runs over yesterday's feedback): a run that completed or
- * failed starts afresh, and a delivery the handler never saw gets a run of it.
- *
- * First a plan (what the search finds, read from the history once, at most MOST_DELIVERIES, and
- * how many runs it would queue, each once, which the console's confirmation states), then its
- * runs go out in batches of BATCH, with the progress written to Redis after each (`progress(id)`),
- * so the console and its API show it, and a sender's delivery never waits behind the whole lot.
- * A process runs MOST_AT_ONCE actions at most, and stops them at its shutdown, saying so.
+ * An operator acts on a search result at once: `retry` or `run-again` (a backfill), as
+ * docs/admin-api.md says. The search is read from the history once, at most MOST_DELIVERIES, and
+ * each run is taken once; its runs go out in batches of BATCH, the progress written to Redis
+ * after each, so a sender's delivery never waits behind the whole lot. A process runs
+ * MOST_AT_ONCE actions at most, and stops them at its shutdown, saying so.
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
@@ -23,10 +18,8 @@ import { addRuns, runJobId, type RunQueues } from './run-queues.js';
 import { readRoster } from './handler-roster.js';
 import { startAfresh } from './restart.js';
 
-export type BulkAction = 'retry' | 'run-again';
-
 export interface BulkSelection {
-  readonly action: BulkAction;
+  readonly action: 'retry' | 'run-again';
   /** The search, as the deliveries page takes it. */
   readonly q?: string | undefined;
   readonly state?: HistoryState | undefined;
@@ -186,14 +179,8 @@ export function createBulkActions(options: {
     return true;
   }
 
-  async function save(progress: BulkProgress): Promise<void> {
-    await connection.set(
-      progressKey(progress.id),
-      JSON.stringify(progress),
-      'EX',
-      PROGRESS_TTL_SECONDS,
-    );
-  }
+  const save = (progress: BulkProgress) =>
+    connection.set(progressKey(progress.id), JSON.stringify(progress), 'EX', PROGRESS_TTL_SECONDS);
 
   async function execute(
     { progress, runs, attempts }: Awaited<ReturnType<typeof begin>>,

@@ -122,6 +122,7 @@ export function createDeliveryLog(
     state: JobState | 'unknown',
     delivery: Delivery,
   ): Promise<DeliveryView> {
+    const traceId = traceIdOf(job.opts.telemetry?.metadata);
     const base = {
       key: delivery.key,
       receivedAt: delivery.receivedAt,
@@ -131,7 +132,7 @@ export function createDeliveryLog(
       queuedAt: iso(job.timestamp),
       ...(job.processedOn ? { takenAt: iso(job.processedOn) } : {}),
       ...(state === 'completed' && job.finishedOn ? { routedAt: iso(job.finishedOn) } : {}),
-      ...traceOf(job),
+      ...(traceId ? { traceId } : {}),
     };
     if (state === 'failed') return { ...base, state: 'failed', reason: job.failedReason, runs: [] };
     if (state !== 'completed') return { ...base, state: 'waiting', runs: [] };
@@ -218,11 +219,6 @@ function summaryOf(entry: HistoryEntry): DeliverySummary {
       return outcome ? { handler, ...outcomeOf(outcome) } : { handler, state: 'pending' };
     }),
   };
-}
-
-function traceOf(job: Job<Delivery>): { traceId?: string } {
-  const traceId = traceIdOf(job.opts.telemetry?.metadata);
-  return traceId ? { traceId } : {};
 }
 
 function stateOf(runs: readonly RunView[]): DeliveryState {

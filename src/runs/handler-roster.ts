@@ -1,15 +1,8 @@
 /**
- * The handlers workers have: each worker writes its own at start and again every few seconds
- * while it runs (name, attempts and events), so the console can offer them by name, a backfill
- * can give a new run the attempts its handler has, and a worker routes a delivery to the handlers
- * other workers have, and checks the group-size windows they declare (runtime.ts). A handler is
- * offered for OFFERED_FOR_SECONDS after the last worker that has it wrote it (started, or
- * stopped); its run queue is listed (the dead letter, the reader) as long as its failed runs may
- * be kept.
- *
- * What running workers have is kept per worker (`<prefix>:handler-roster:workers`), not per
- * handler name: two workers may run a handler of the same name with other rules (a rolling deploy
- * that changes the triage rules file), and each one's windows count while it runs.
+ * The handlers workers have (name, attempts, events, windows), written by each at start and every
+ * few seconds while it runs: docs/runs.md ("The queues") says who reads them, and for how long.
+ * What running workers have is kept per worker, not per handler name: two workers may run a
+ * handler of the same name with other rules (a rolling deploy), and each one's windows count.
  */
 import { readFileSync } from 'node:fs';
 import type { RedisConnection } from '../queue/redis.js';
@@ -55,9 +48,6 @@ type Scripted = RedisConnection & {
   announceHandlers(...args: (string | number)[]): Promise<unknown>;
 };
 
-/** The connections the script is defined on (a worker announces every few seconds). */
-const scriptedConnections = new WeakSet<RedisConnection>();
-
 /** An entry as stored: windows as [atLeast, withinMs] pairs. */
 const storedEntry = ({ attempts, events, similarWindows = [] }: RosterEntry) => ({
   attempts,
@@ -82,9 +72,9 @@ export async function announceHandlers(
   if (handlers.length === 0) return;
   const at = Date.now();
   const scripted = connection as Scripted;
-  if (!scriptedConnections.has(connection)) {
+  // Defined once per connection: a worker announces every few seconds.
+  if (!('announceHandlers' in connection)) {
     scripted.defineCommand('announceHandlers', { numberOfKeys: 2, lua: ANNOUNCE });
-    scriptedConnections.add(connection);
   }
   const ownEntry = JSON.stringify({
     until: at + worker.runningForMs,
@@ -106,15 +96,11 @@ export async function announceHandlers(
   );
 }
 
+/** `includeRetired`: also the handlers no longer offered, whose queues may hold failed runs. */
 export async function readRoster(
   connection: RedisConnection,
   prefix: string,
-  {
-    includeRetired = false,
-  }: {
-    /** Also the handlers no longer offered, whose queues may still hold failed runs. */
-    includeRetired?: boolean;
-  } = {},
+  { includeRetired = false }: { includeRetired?: boolean } = {},
 ): Promise<RosterEntry[]> {
   const within = (includeRetired ? ROSTER_TTL_SECONDS : OFFERED_FOR_SECONDS) * 1000;
   const stored = await connection.hgetall(rosterKey(prefix));

@@ -1,8 +1,6 @@
 /**
- * Upgrading from the versions that queued every run in one `handler-runs` queue: their runs that
- * still wait there move to their handlers' queues (`runs-<handler>`), where this version's
- * workers take them. `feedback-receiver runs upgrade` does it, once the earlier version's workers
- * are stopped (the upgrade steps in docs/upgrading.md).
+ * `feedback-receiver runs upgrade` (docs/upgrading.md): the runs that still wait in the one
+ * `handler-runs` queue of earlier versions move to their handlers' queues.
  *
  * A run moves by being added to its handler's queue under its own id, then removed from the old
  * queue: a move cut short leaves it in both, and the next call only removes the old one (an add

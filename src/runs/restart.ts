@@ -1,10 +1,8 @@
 /**
- * An operator starts a finished run again, in one way, for a retry (dead-letter.ts) and a run
- * again alike (docs/runs.md): its job goes back to waiting with its attempts counted from zero,
- * under a new life (`life` in its data, set first: the time). A run's success is known by its
- * life (runSuccessKey), so neither a marker of the old life (left to expire) nor a worker still
- * holding the old life's success (completion-ledger.ts) takes the new run for done. The run keeps
- * its one id, so it is queued once however often an operator asks.
+ * The one way an operator starts a finished run again, for a retry and a run again alike
+ * (docs/runs.md, "An operator's retry and run again"): back to waiting with its attempts counted
+ * from zero, under a new life, which no success of the old life (a marker, or a worker still
+ * holding it) matches. The run keeps its one id, so it is queued once however often asked.
  */
 import type { FinishedStatus, Job } from 'bullmq';
 import {

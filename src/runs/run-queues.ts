@@ -51,11 +51,8 @@ export function createRunQueues(
     return queue;
   };
   const handlers = async () => {
-    const known = new Set(opened.keys());
-    for (const { name } of await readRoster(connection, prefix, { includeRetired: true })) {
-      known.add(name);
-    }
-    return [...known].sort();
+    const roster = await readRoster(connection, prefix, { includeRetired: true });
+    return [...new Set([...opened.keys(), ...roster.map(({ name }) => name)])].sort();
   };
   return {
     of,
@@ -138,12 +135,9 @@ export function runJobId(deliveryJobId: string, handlerName: string): string {
 
 /**
  * What a run's success is known by, in the completion ledger and as its marker: the handler, the
- * delivery's key and the run's life, not the run's job id. A delivery that a failover lost before
- * the receiver acknowledged it (its sender was answered 503, or nothing) comes back as a new
- * delivery job, whose runs have new ids and life 0; within DEDUPE_TTL_SECONDS it is the same
- * delivery, and a handler that succeeded on it already must not run again. An operator's run
- * again or retry starts a new life, which no earlier success matches. Handler names contain no
- * `:`, nor does a deduplication id.
+ * delivery's key and the run's life, not its job id, which a delivery a failover lost comes back
+ * without (docs/runs.md, "What holds throughout"). Handler names contain no `:`, nor does a
+ * deduplication id.
  */
 export function runSuccessKey(handlerName: string, deliveryKey: string, life = 0): string {
   const key = `${handlerName}:${deduplicationIdFor(deliveryKey)}`;

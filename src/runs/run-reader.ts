@@ -1,9 +1,7 @@
 /**
- * The one reader of runs: what became of each handler's run of a delivery, read from the queues.
- * The console, its API, the CLI, the operators' actions (restart.ts, bulk-actions.ts) and the
- * public exports all read runs here, and nowhere else; the worker that makes the attempts is not
- * asked. A delivery's runs are the ones its routing added and any an operator added since (a
- * backfill): each handler's queue is asked for the delivery's run.
+ * The one reader of runs (docs/runs.md): what became of each handler's run of a delivery, read
+ * from the queues, for the console, its API, the CLI, the operators' actions and the public
+ * exports; the worker that makes the attempts is not asked.
  */
 import type { Job, Queue } from 'bullmq';
 import { findDelivery } from '../queue/deliveries-queue.js';

@@ -1,31 +1,18 @@
 /**
  * Remembers handler runs that succeeded while Redis may not know it, so that they are not run
- * again. It keeps two promises, each proved by a reliability scenario: 0 runs twice through a
- * Redis restart (scenarios 1, 2), and through a failover with ACK_REPLICAS (11, 15).
+ * again: through a Redis restart (reliability scenarios 1, 2), and through a failover with
+ * ACK_REPLICAS (11, 15). How, in docs/runs.md ("A completed run is not run again"): each success
+ * is held until BullMQ confirms its completion; one unconfirmed when Redis is back, after half a
+ * lock or at a lost lock gets a marker, and a run started before without an outcome asks first.
+ * With ACK_REPLICAS every success gets a marker, held until `WAIT n` (on a connection of the
+ * ledger's own: WAIT blocks the one it is sent on) says n replicas have it, and every run asks.
  *
- * - **A restart.** BullMQ records a run's success by completing its job, one command after the
- *   handler returns. When Redis is away longer than the job's lock, the completion is refused and
- *   the job runs again. So each success is held in memory until BullMQ confirms the completion;
- *   one still held when Redis is back, or unconfirmed after half a lock (a completion refused
- *   while the connection stayed up), is written as a marker, and a run that was started before
- *   without an outcome asks for the marker (and the memory) first. Normal runs pay nothing.
- * - **A failover.** Redis replicates asynchronously: a promoted replica may lack a run's
- *   completion (its job waits there as if new), or the delivery itself (its sender sends it again,
- *   as a new job). With ACK_REPLICAS=n every success gets a marker once BullMQ confirms it, and is
- *   held until `WAIT n` says n replicas have it, on a connection of the ledger's own (WAIT blocks
- *   the connection it is sent on); every run, a new-looking one too, asks first.
- *
- * Each marker is written once: a SET that Redis answered OK, on a connection that has not
- * reconnected since, is not sent again; only the WAIT is repeated (once a second, each one
- * bounded by ACK_REPLICAS_TIMEOUT_MS). A reconnection may have reached a new primary, which lacks
- * what the old one had not replicated: the markers not yet confirmed are written again there.
- *
- * What it holds is bounded, by count (`mostHeld`, the oldest let go first) and by age
- * (`holdAtMostMs` since the handler returned). What it lets go falls back to at-least-once (its
- * handler may run again after a failover or a long outage), and a warning says how many.
- *
- * A run's success is known by its success key (runSuccessKey), which a delivery sent again after
- * a failover shares and an operator's run again or retry does not: the ledger cannot undo those.
+ * A SET Redis answered OK on a connection that has not reconnected since is not sent again; only
+ * the WAIT repeats. A reconnection may have reached a new primary, which lacks what the old one
+ * had not replicated: the markers not yet confirmed are written again there. What it holds is
+ * bounded by count (`mostHeld`) and age (`holdAtMostMs`); what it lets go falls back to
+ * at-least-once, with a warning. A run is known by its success key (runSuccessKey), which a
+ * delivery sent again after a failover shares and an operator's run again or retry does not.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster } from 'ioredis';

@@ -94,16 +94,13 @@ export interface WorkerRuntimeOptions {
    */
   readonly similar?: SimilarSettings | undefined;
   /**
-   * How often the worker writes its handlers to the roster again while it runs (a worker up for
-   * longer than the roster remembers keeps its handlers offered and their queues read), and reads
-   * the handlers other workers have, to route deliveries to them too. Default: ANNOUNCE_EVERY_MS.
+   * How often the worker writes its handlers to the roster again, and reads the other workers'
+   * (handler-roster.ts). Default: ANNOUNCE_EVERY_MS.
    */
   readonly announceEveryMs?: number;
   /**
    * How often the worker removes the finished jobs past their retention that BullMQ does not
-   * (trim-finished-jobs.ts): from `deliveries` while no delivery comes, and from the queues of
-   * handlers no worker has any more, or that no run finished in for a while.
-   * Default: TRIM_EVERY_MS.
+   * (trim-finished-jobs.ts). Default: TRIM_EVERY_MS.
    */
   readonly trimEveryMs?: number;
 }
@@ -120,13 +117,10 @@ export interface WorkerRuntime {
   /** The queues of this worker's handlers' runs (and any other asked for on its connection). */
   readonly runQueues: RunQueues;
   /**
-   * Stops taking jobs and waits for running ones, and for a trim pass or an announcement under
-   * way (CLOSE_WITHIN_MS at most); after `timeoutMs` it aborts the jobs through
-   * their AbortSignal, and they go back to the queue to run again elsewhere. A handler that
-   * ignores its signal is abandoned ABANDON_AFTER_MS later, or let go at its own `timeoutMs` if
-   * that comes first (still interrupted: the shutdown's abort came first): its job runs again
-   * elsewhere. Resolves within about `timeoutMs` + ABANDON_AFTER_MS + a few seconds, whatever
-   * the handlers and Redis do.
+   * Stops taking jobs and waits for running ones; after `timeoutMs` aborts them through their
+   * AbortSignal (they run again elsewhere), and abandons a handler that ignores it
+   * ABANDON_AFTER_MS later (docs/runs.md, "Shutdown"). Resolves within about `timeoutMs` +
+   * ABANDON_AFTER_MS + a few seconds, whatever the handlers and Redis do.
    */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -187,19 +181,14 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
         logger,
       })
     : undefined;
-  // The console offers these by name and finds their queues, a backfill gives a new run the
-  // handler's attempts, and other workers route deliveries to them. Said again while this worker
-  // runs (the roster forgets a handler not written for a while), and before its workers take a
-  // delivery, so that its routing adds runs for the handlers other workers have.
+  // The roster (handler-roster.ts), written before the workers take a delivery, so that routing
+  // adds runs for the handlers other workers have, and again while this worker runs (it forgets
+  // a handler not written for a while). Read as every running worker's, this one's included:
+  // another may have a handler of the same name with other events or windows (a rolling deploy).
   const everyMs = options.announceEveryMs ?? ANNOUNCE_EVERY_MS;
   let running: readonly RosterEntry[] = [];
-  // Every running worker's, this one's included: another may have a handler of the same name
-  // with other events or windows (a rolling deploy that changes it).
   const readRunning = async () =>
     (running = mergeByName(await readRunningHandlers(connection, prefix)));
-  // Written under this worker's own id too, which counts while it runs and a while after (its
-  // handlers still get runs then): workers with a handler of the same name and other windows
-  // each have theirs counted.
   const self = { id: randomUUID(), runningForMs: everyMs * RUNNING_WITHIN_ANNOUNCEMENTS };
   const announce = async () => {
     await announceHandlers(connection, prefix, handlers, self);
@@ -261,11 +250,8 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
     stalledInterval: lockDuration,
     maxStalledCount: MAX_STALLED_COUNT,
   };
-  /**
-   * Each worker on a connection of its own (a duplicate of the process's): abandoning one cuts
-   * off only that one, while the queues, the completion ledger and the history writer keep the
-   * process's connection to the end.
-   */
+  // Each worker on a connection of its own: abandoning one cuts off only that one, while the
+  // queues, the completion ledger and the history writer keep the process's to the end.
   const startWorker = (make: (own: RedisConnection) => Worker) => {
     const own = duplicateConnection(connection);
     // The process's connection already reports an outage, once, and its end; this one's errors
@@ -283,13 +269,9 @@ export async function startWorkerRuntime(options: WorkerRuntimeOptions): Promise
   };
 
   const deadLetterDrops = watchForFullDeadLetters({ logger });
-  /**
-   * A job that failed for good: its delivery's history says so, and a warning when its queue's
-   * dead letter is full (BullMQ drops its oldest as each new one fails). A failed attempt that
-   * will be retried has no finish time. A routing that failed has no handlers: its entry says
-   * `routing`. BullMQ emits `failed` for a job that stalled too often as well, once a worker
-   * takes it next.
-   */
+  // A job that failed for good (a failed attempt to be retried has no finish time; BullMQ emits
+  // `failed` for one that stalled too often once a worker takes it next): its history says so,
+  // and a warning when its queue's dead letter is full. A failed routing's entry says `routing`.
   const failedForGood = (job: Job, handler: string, queue: Queue) => {
     const routing = handler === ROUTING;
     if (job.finishedOn) void deadLetterDrops(queue, job);
