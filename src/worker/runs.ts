@@ -144,7 +144,7 @@ export function createRuns(options: RunsOptions): Runs {
   const inFlight = new Map<RunContext, string>();
   const abandoned = abandonedAttempts();
   // The shutdown's abort, once fired: an attempt that starts after it (its job was handed over
-  // before the workers stopped taking jobs) is interrupted without running its handler.
+  // before the workers stopped taking jobs) goes back to waiting before its handler runs.
   let shutdown: Error | undefined;
 
   const route = async (job: Job<unknown>): Promise<RoutingResult> => {
@@ -236,6 +236,12 @@ export function createRuns(options: RunsOptions): Runs {
       routed && options.similarWhenRunning
         ? await options.similarWhenRunning(delivery.key, projectOf(delivery.record), routed)
         : routed;
+    // Shut down before its handler ran (its job was handed over as the workers stopped): not
+    // an attempt, so no attempt record; it runs again elsewhere, no attempt spent.
+    if (shutdown) {
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
 
     const bindings = {
       deliveryKey: delivery.key,
@@ -332,7 +338,6 @@ export function createRuns(options: RunsOptions): Runs {
     runId: string,
     similar: SimilarFacts | undefined,
   ): Promise<AttemptResult> => {
-    if (shutdown) return { ok: false, error: shutdown, interrupted: true };
     // No running worker's handler of the name takes the event any more (run above).
     if (!handler.events.includes(delivery.event)) {
       return { ok: true, result: { skipped: `its events do not include ${delivery.event}` } };
