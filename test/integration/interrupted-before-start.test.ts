@@ -33,6 +33,7 @@ it('puts back a run whose attempt starts after the shutdown aborted, without run
   });
   let handled = 0;
   const runs = createRuns({
+    connection,
     handlers: [defineHandler({ name: 'late', handle: () => void (handled += 1) })],
     api: createApiClient({ baseUrl: undefined, token: undefined }),
     logger,
