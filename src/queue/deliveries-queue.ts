@@ -38,9 +38,10 @@ export function keptBy(keep: JobRetention['removeOnFail']) {
 }
 
 /**
- * How often routing a delivery is tried: it fails only when Redis refuses to add its runs (out of
- * memory, a replica that was a primary a moment ago), which a failover or a few seconds mend.
- * After 1 + 2 + 4 + 8 s of backoff it waits in the dead letter for an operator.
+ * How often routing a delivery is tried. A Redis that refuses its writes for a while (out of
+ * memory, a replica that was a primary a moment ago) spends none (runs.ts, `orGiveBack`): it
+ * fails only when Redis refuses them otherwise (a user without the right to write them). After
+ * 1 + 2 + 4 + 8 s of backoff it waits in the dead letter for an operator.
  */
 export const ROUTING_ATTEMPTS = 5;
 const ROUTING_BACKOFF = { type: 'exponential', delay: 1_000 } as const;

@@ -11,7 +11,8 @@
  *    applied with BullMQ's own moves: return (completed), throw (retry, after the handler's
  *    backoff), BullMQ's manual rate limit (wait: the handler's whole queue waits, and the job
  *    goes back to waiting), UnrecoverableError (fail: the dead letter), moveToWait (interrupted
- *    by shutdown). A run's state is its job's.
+ *    by shutdown), moveToDelayed (a write of the executor's own that Redis refused: `orGiveBack`).
+ *    A run's state is its job's.
  * 3. A run that completed is not run again: a job that was started before without an outcome
  *    asks the completion ledger first (completion-ledger.ts).
  */
@@ -25,6 +26,7 @@ import {
   type MinimalJob,
 } from 'bullmq';
 import type { Logger } from '../logger.js';
+import { createOutageReporter } from '../queue/outage-reporter.js';
 import {
   addRuns,
   lifeOf,
@@ -64,7 +66,7 @@ import {
 /** What the runtime (runtime.ts) gives the routing and the runs of its workers. */
 export type RunsOptions = Pick<
   WorkerRuntimeOptions,
-  'handlers' | 'api' | 'logger' | 'dedupeTtlSeconds' | 'retention' | 'metrics'
+  'connection' | 'handlers' | 'api' | 'logger' | 'dedupeTtlSeconds' | 'retention' | 'metrics'
 > & {
   /** The handlers' queues: routing adds runs to them, and a rate limit stops one of them. */
   readonly runQueues: Pick<RunQueues, 'of'>;
@@ -100,7 +102,7 @@ export interface RunningHandlers {
 
 export interface Runs {
   /** The `deliveries` worker's processor. */
-  route(job: Job<unknown>): Promise<RoutingResult>;
+  route(job: Job<unknown>, token?: string): Promise<RoutingResult>;
   /** The processor of the handlers' queues: one attempt of a run. */
   run(job: Job<HandlerRunData>, token?: string): Promise<unknown>;
   /** The backoff strategy of the handlers' workers: the delay the retry decision chose. */
@@ -138,16 +140,48 @@ const REPORTED: Record<
  */
 const LEFT_FOR_MS = 1_000;
 
+/** How long a job whose step Redis refused waits before it is taken again (`orGiveBack`). */
+const GIVE_BACK_MS = 2_000;
+
 export function createRuns(options: RunsOptions): Runs {
   const { handlers, runQueues, completions, history, api, logger } = options;
   const byName = new Map(handlers.map((handler) => [handler.name, handler]));
   const inFlight = new Map<RunContext, string>();
   const abandoned = abandonedAttempts();
   // The shutdown's abort, once fired: an attempt that starts after it (its job was handed over
-  // before the workers stopped taking jobs) is interrupted without running its handler.
+  // before the workers stopped taking jobs) goes back to waiting before its handler runs.
   let shutdown: Error | undefined;
+  const outage = createOutageReporter(options.connection, logger, 'routing and handler runs', {
+    meanwhile: 'each job whose step it refuses gives its attempt back',
+    endsWhenReady: false,
+  });
 
-  const route = async (job: Job<unknown>): Promise<RoutingResult> => {
+  /**
+   * Runs one of the executor's own writes (not the handler's). Thrown as it is, an error of a
+   * Redis that refuses writes for a while (out of memory, a replica mid-failover, loading, busy)
+   * would be the attempt's failure: an attempt spent, the dead letter on the last, though the
+   * handler never failed. Instead the attempt is given back: the job waits `delayMs` with
+   * `moveToDelayed`, which spends no attempt, and which survives out of memory (its script's first
+   * write, the lock's DEL, frees memory, and Redis refuses no write of a script that has written).
+   * If Redis refuses the move too (a replica, loading, busy), the job stays active, and BullMQ's stall check puts
+   * it back once Redis takes writes, as for every job in flight in an outage: a stall, no attempt.
+   */
+  const orGiveBack = async <T>(
+    job: Job,
+    token: string | undefined,
+    write: () => Promise<T>,
+    delayMs = GIVE_BACK_MS,
+  ): Promise<T> => {
+    try {
+      return await write();
+    } catch (error) {
+      if (outage(error) === error) throw error;
+      await job.moveToDelayed(Date.now() + delayMs, token).catch(() => undefined);
+      throw new DelayedError();
+    }
+  };
+
+  const route = async (job: Job<unknown>, token?: string): Promise<RoutingResult> => {
     const check = readDelivery(job.data);
     if (!check.ok) throw notADelivery(logger, job, check.issues);
     const { delivery } = check;
@@ -163,16 +197,16 @@ export function createRuns(options: RunsOptions): Runs {
             entry.events?.includes(delivery.event) && !own.some(({ name }) => name === entry.name),
         ),
     ];
-    // Before the runs are added, so that each carries its facts. A grouping that fails (Redis
-    // away) fails the routing job, which BullMQ retries; a routing that runs again is grouped once.
-    const grouping = options.similar && performance.now();
-    const similar = await options.similar?.group(delivery);
+    // Before the runs are added, so that each carries its facts. A routing that runs again (its
+    // writes refused, or failed) is grouped once, and adds only the runs that are missing.
+    const grouper = options.similar;
+    const grouping = grouper && performance.now();
+    const similar = grouper && (await orGiveBack(job, token, () => grouper.group(delivery)));
     if (grouping) options.metrics?.similarDuration.observe((performance.now() - grouping) / 1000);
-    await addRuns(
-      runQueues,
-      { deliveryJobId: job.id!, delivery, similar },
-      taking.map(({ name, attempts }) => ({ handler: name, attempts })),
-      { dedupeTtlSeconds: options.dedupeTtlSeconds, retention: options.retention },
+    const runs = taking.map(({ name, attempts }) => ({ handler: name, attempts }));
+    const retention = { dedupeTtlSeconds: options.dedupeTtlSeconds, retention: options.retention };
+    await orGiveBack(job, token, () =>
+      addRuns(runQueues, { deliveryJobId: job.id!, delivery, similar }, runs, retention),
     );
     const names = taking.map(({ name }) => name);
     history.routed(delivery, job.id!, names);
@@ -236,6 +270,12 @@ export function createRuns(options: RunsOptions): Runs {
       routed && options.similarWhenRunning
         ? await options.similarWhenRunning(delivery.key, projectOf(delivery.record), routed)
         : routed;
+    // Shut down before its handler ran (its job was handed over as the workers stopped): not
+    // an attempt, so no attempt record; it runs again elsewhere, no attempt spent.
+    if (shutdown) {
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
 
     const bindings = {
       deliveryKey: delivery.key,
@@ -312,8 +352,12 @@ export function createRuns(options: RunsOptions): Runs {
         // rateLimit window once used up), which would let runs start before it ends. A window
         // with room left is not a hold: waiting it out could stop the queue for a day.
         const queue = runQueues.of(handler.name);
-        const held = await queue.getRateLimitTtl(limiterOf(handler).max);
-        await queue.rateLimit(Math.max(decision.delayMs, held));
+        // Refused, the run waits the limit out by itself.
+        const limit = async () => {
+          const held = await queue.getRateLimitTtl(limiterOf(handler).max);
+          await queue.rateLimit(Math.max(decision.delayMs, held));
+        };
+        await orGiveBack(job, token, limit, decision.delayMs);
         throw Worker.RateLimitError();
       }
       case 'fail':
@@ -332,7 +376,6 @@ export function createRuns(options: RunsOptions): Runs {
     runId: string,
     similar: SimilarFacts | undefined,
   ): Promise<AttemptResult> => {
-    if (shutdown) return { ok: false, error: shutdown, interrupted: true };
     // No running worker's handler of the name takes the event any more (run above).
     if (!handler.events.includes(delivery.event)) {
       return { ok: true, result: { skipped: `its events do not include ${delivery.event}` } };

@@ -15,7 +15,7 @@ import { defineHandler } from '../../src/worker/handler.js';
 import type { Delivery } from '../../src/webhooks/delivery.js';
 import { createRuns } from '../../src/worker/runs.js';
 
-it('puts back a run whose attempt starts after the shutdown aborted, without running its handler', async () => {
+it('puts back a run whose attempt starts after the shutdown aborted, without running its handler or recording an attempt', async () => {
   const prefix = `test-${randomUUID().slice(0, 8)}`;
   const logger = createLogger({ level: 'info', destination: { write: () => undefined } });
   const connection = createWorkerConnection(inject('redisUrl'), logger);
@@ -33,6 +33,7 @@ it('puts back a run whose attempt starts after the shutdown aborted, without run
   });
   let handled = 0;
   const runs = createRuns({
+    connection,
     handlers: [defineHandler({ name: 'late', handle: () => void (handled += 1) })],
     api: createApiClient({ baseUrl: undefined, token: undefined }),
     logger,
@@ -66,4 +67,7 @@ it('puts back a run whose attempt starts after the shutdown aborted, without run
   const after = await runQueues.of('late').getJob(job!.id!);
   expect(await after!.getState()).toBe('waiting');
   expect(after!.attemptsMade, 'attempts spent').toBe(0);
+  // Not an attempt: the console lists none for it.
+  const { logs } = await runQueues.of('late').getJobLogs(job!.id!);
+  expect(logs, 'attempt records').toEqual([]);
 });
