@@ -433,3 +433,17 @@ describe('a --url of the wrong kind', () => {
     expectOneSentence(result.output);
   });
 });
+
+describe('a host this machine does not have', () => {
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737): never this machine's, and no name to look up.
+  it.each([
+    [['serve'], { HOST: '192.0.2.1', WEBHOOK_SECRET: 's', PORT: '0' }, 'HOST'],
+    [['sandbox', '--host', '192.0.2.1', '--port', '0'], {}, '--host'],
+  ])('%j names the setting, in one sentence', async (args, env, setting) => {
+    const result = await cli(args, { ...env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+    expect(result.code).toBe(1);
+    expect(result.output).toBe(
+      `feedback-receiver: ${setting}: cannot listen on 192.0.2.1: it is not an address of this machine\n`,
+    );
+  });
+});
