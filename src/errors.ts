@@ -7,6 +7,8 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   BAD_REQUEST: { status: 400, title: 'Bad request' },
+  HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large' },
+  REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
   SIGNATURE_MISSING: { status: 400, title: 'Signature header missing' },
   SIGNATURE_INVALID: { status: 401, title: 'Signature invalid' },
   ADMIN_UNAUTHORIZED: { status: 401, title: 'Admin token required' },

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { openAdminConsole, openConsoleQueues } from './admin-console.js';
 import type { ReceiverConfig } from './config.js';
 import { createApp, type AppDeps } from './http/app.js';
-import { answerClientError } from './http/client-error.js';
+import { answerClientErrors } from './http/client-error.js';
 import { startProbeServer } from './http/probe-server.js';
 import type { Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -121,7 +121,7 @@ export async function startReceiver(
   // Bounded waits for slow or stalled clients, so they cannot hold connections open for long.
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
-  server.on('clientError', answerClientError);
+  answerClientErrors(server);
   server.listen(config.port, config.host);
   await once(server, 'listening');
   const { address, port } = server.address() as AddressInfo;

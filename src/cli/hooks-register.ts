@@ -2,7 +2,7 @@ import { apiFromEnv, TOKEN_FILE_OPTION, TOKEN_HELP } from './api-from-env.js';
 import { readFileSync } from 'node:fs';
 import { loadWebhookSecret } from '../config.js';
 import { requireOption, UsageError, type Command } from './command.js';
-import { registerHook } from './register-hook.js';
+import { readHookUrl, registerHook } from './register-hook.js';
 import { terminalText } from './terminal-text.js';
 
 export const hooksRegisterCommand: Command = {
@@ -38,6 +38,8 @@ ${TOKEN_HELP}`,
     const secret = secretFrom(values['secret-file']);
     const projectId = requireOption(values, 'project', 'hooks register');
     const url = requireOption(values, 'url', 'hooks register');
+    // A wrong --url is a usage error, said before a missing FEEDBACK_API_URL or token.
+    readHookUrl(url);
     const api = apiFromEnv(values['token-file']);
     const registered = await registerHook(api, {
       projectId,

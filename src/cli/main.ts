@@ -56,7 +56,7 @@ Receives signed Ybug feedback webhooks, queues them, and runs handlers on them.
 Commands:
 ${commandList(COMMANDS)}
 
-Run feedback-receiver <command> --help for a command's options.
+Run feedback-receiver <command> --help (or help <command>) for a command's options.
   -h, --help     show this help
   -v, --version  show the version`;
 
@@ -68,7 +68,7 @@ async function main(argv: string[]): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  if (first === '-h' || first === '--help' || first === 'help') {
+  if (first === '-h' || first === '--help' || (first === 'help' && second === undefined)) {
     console.log(usage);
     return;
   }
@@ -77,14 +77,19 @@ async function main(argv: string[]): Promise<void> {
     console.log((require('../../package.json') as { version: string }).version);
     return;
   }
-  const command =
-    COMMANDS.find((candidate) => candidate.name === `${first} ${second}`) ??
-    COMMANDS.find((candidate) => candidate.name === first);
+  if (first === 'help') {
+    // `help <command>` says what `<command> --help` says, word for word.
+    console.log(helpOf(argv.slice(1)));
+    return;
+  }
+  if (first.startsWith('-')) {
+    // The name alone: `--token=...` may carry what must not be echoed.
+    const option = first.split('=')[0];
+    throw new UsageError(`unknown option "${option}"; see feedback-receiver --help`);
+  }
+  const command = findCommand(first, second);
   if (!command) {
-    const group = COMMANDS.filter((candidate) => candidate.name.startsWith(`${first} `));
-    if (group.length === 0) {
-      throw new UsageError(`unknown command "${first}"; see feedback-receiver --help`);
-    }
+    const group = commandGroup(first);
     if (second === '-h' || second === '--help') {
       console.log(groupHelp(first, group));
       return;
@@ -108,6 +113,34 @@ async function main(argv: string[]): Promise<void> {
     );
   }
   await command.run(values, positionals);
+}
+
+function findCommand(first: string, second: string | undefined): Command | undefined {
+  return (
+    COMMANDS.find((candidate) => candidate.name === `${first} ${second}`) ??
+    COMMANDS.find((candidate) => candidate.name === first)
+  );
+}
+
+/**
+ * The commands whose first word is `first` (`deliveries`: failed, retry, run-again).
+ * @throws {UsageError} when there are none: no such command.
+ */
+function commandGroup(first: string): Command[] {
+  const group = COMMANDS.filter((candidate) => candidate.name.startsWith(`${first} `));
+  if (group.length === 0) {
+    throw new UsageError(`unknown command "${first}"; see feedback-receiver --help`);
+  }
+  return group;
+}
+
+/** What `help <words>` prints: a command's help, or a group's (`help deliveries`). */
+function helpOf(words: readonly string[]): string {
+  const name = words.join(' ');
+  const command = COMMANDS.find((candidate) => candidate.name === name);
+  if (command) return command.help;
+  if (words.length === 1) return groupHelp(name, commandGroup(name));
+  throw new UsageError(`unknown command "${name}"; see feedback-receiver --help`);
 }
 
 function argumentCount(min: number, max: number): string {

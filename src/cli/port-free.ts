@@ -7,22 +7,24 @@ export class PortTakenError extends Error {
 }
 
 /**
- * Fails when something already listens on the port, so a start can refuse before it starts
- * anything that would have to be stopped again. Port 0 (any free port) always passes.
+ * Fails when something already listens on the port, or the host is not one this machine can
+ * listen on, so a start can refuse before it starts anything that would have to be stopped
+ * again. Port 0 (any free port) is always free.
  *
  * @param setting what sets the port: a variable (`PORT`) or an option (`--port`), named first
+ * @param host the address to listen on, and what sets it (`HOST`, `--host`)
  * @param otherPort how to give another port; default: set the variable to another port
- * @throws {PortTakenError}
+ * @throws {PortTakenError} for a port in use; an Error naming the host's setting for a host
  */
 export async function assertPortFree(
   setting: string,
   port: number,
-  host?: string,
+  host?: { readonly setting: string; readonly address: string },
   otherPort = `set ${setting} to another port`,
 ): Promise<void> {
-  if (port === 0) return;
+  if (port === 0 && host === undefined) return;
   const server = createServer();
-  server.listen(port, host);
+  server.listen(port, host?.address);
   try {
     await once(server, 'listening');
   } catch (error) {
@@ -32,10 +34,23 @@ export async function assertPortFree(
         `${setting}: port ${port} is already in use; stop what listens there, or ${otherPort}`,
       );
     }
+    // Node's words ("getaddrinfo ENOTFOUND x") name neither the setting nor what is wrong.
+    const problem = HOST_PROBLEMS[code ?? ''];
+    if (host && problem) {
+      throw new Error(`${host.setting}: cannot listen on ${host.address}: ${problem}`, {
+        cause: error,
+      });
+    }
     throw error;
   }
   await new Promise((resolve) => server.close(resolve));
 }
+
+const HOST_PROBLEMS: Readonly<Record<string, string>> = {
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'its name cannot be looked up now',
+  EADDRNOTAVAIL: 'it is not an address of this machine',
+};
 
 /**
  * Fails when two of a process's listeners are set to the same port: the second listen would fail

@@ -31,7 +31,12 @@ Seed tokens: ${SANDBOX_TOKEN} (Company plan), ${SANDBOX_STARTUP_TOKEN} (Startup 
     // An empty --host= would listen on every interface, the seed tokens open to the network.
     const host = requireOption(values, 'host', 'sandbox');
     // Said with the option's name before anything starts, where listen would say EADDRINUSE.
-    await assertPortFree('--port', port, host, 'give --port another one');
+    await assertPortFree(
+      '--port',
+      port,
+      { setting: '--host', address: host },
+      'give --port another one',
+    );
     const logger = createLogger({ level: 'info' });
     const running = stopOnSignal(logger, 'sandbox');
     const sandbox = await startSandbox({

@@ -83,6 +83,11 @@ function webhookUrl(url: string): string {
   } catch {
     throw new UsageError(`--url ${url} is not a URL`);
   }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new UsageError(
+      `--url must be http or https, got ${url}; see feedback-receiver send --help`,
+    );
+  }
   // fetch refuses them, and its message would repeat the password.
   if (parsed.username || parsed.password) {
     throw new UsageError(

@@ -17,13 +17,16 @@ WEBHOOK_SECRET_FILE is required.`,
   async run() {
     const config = loadReceiverConfig();
     // Said with the variable's name before anything starts, where listen would say EADDRINUSE.
-    await assertPortFree('PORT', config.port, config.host);
+    await assertPortFree('PORT', config.port, { setting: 'HOST', address: config.host });
     if (config.metricsPort !== undefined) {
       assertPortsApart(
         { variable: 'PORT', port: config.port },
         { variable: 'METRICS_PORT', port: config.metricsPort },
       );
-      await assertPortFree('METRICS_PORT', config.metricsPort, config.host);
+      await assertPortFree('METRICS_PORT', config.metricsPort, {
+        setting: 'HOST',
+        address: config.host,
+      });
     }
     const logger = createLogger({
       level: config.logLevel,

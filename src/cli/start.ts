@@ -31,7 +31,10 @@ restart keeps the queue. With REDIS_URL set it uses that Redis.`,
       { variable: 'PORT', port: receiverConfig.port },
       { variable: 'METRICS_PORT', port: workerConfig.metricsPort },
     );
-    await assertPortFree('PORT', receiverConfig.port, receiverConfig.host);
+    await assertPortFree('PORT', receiverConfig.port, {
+      setting: 'HOST',
+      address: receiverConfig.host,
+    });
     await assertPortFree('METRICS_PORT', workerConfig.metricsPort);
     const logger = createLogger({
       level: receiverConfig.logLevel,

@@ -1,42 +1,67 @@
 /**
  * Answers a request that Node's HTTP parser refuses before the app sees it (headers too large,
- * a malformed request line, a request that took too long), with the answer Node itself gives,
- * then closes the connection the way `discardRestOfBody` does: reading and throwing away what
- * the sender still uploads, within DISCARD_LIMIT. Node's default closes at once, with unread
+ * a malformed request line, a request that took too long) with the status Node itself gives and
+ * the short problem body every other refusal has, then closes the connection the way
+ * `discardRestOfBody` does: reading and throwing away what the sender still uploads, within
+ * DISCARD_LIMIT. Node's default answers with an empty body and closes at once, with unread
  * bytes, so the kernel resets the connection and a sender still writing loses its 431.
  */
-import type { Socket } from 'node:net';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { problem, PROBLEM_CONTENT_TYPE, type ErrorCode } from '../errors.js';
 import { DISCARD_LIMIT, throwAwayIncoming } from './read-raw-body.js';
 
-/** Node's own answers (lib/_http_server.js), by the parser's error code. */
-const ANSWERS: Readonly<Record<string, string>> = {
-  HPE_HEADER_OVERFLOW: '431 Request Header Fields Too Large',
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: '413 Payload Too Large',
-  ERR_HTTP_REQUEST_TIMEOUT: '408 Request Timeout',
+/** By the parser's error code, the refusals Node answers (lib/_http_server.js); else 400. */
+const REFUSALS: Readonly<Record<string, { code: ErrorCode; detail: string }>> = {
+  HPE_HEADER_OVERFLOW: {
+    code: 'HEADERS_TOO_LARGE',
+    detail: 'The request line and headers are larger than this server reads.',
+  },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: {
+    code: 'PAYLOAD_TOO_LARGE',
+    detail: 'The chunk extensions are larger than this server reads.',
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    code: 'REQUEST_TIMEOUT',
+    detail: 'The request was not received in time.',
+  },
 };
+const MALFORMED = { code: 'BAD_REQUEST', detail: 'The request is not valid HTTP/1.1.' } as const;
 
 /**
- * Sockets answered here. Node's parser stays on the socket and reports every later chunk as a
- * further client error, which must not end the discarding that has begun.
+ * Answers the client errors of `server` (its `clientError` event). Nothing is written to a
+ * connection the client reset, one no longer writable, or one whose current answer has begun
+ * (its headers went out: another answer cannot follow them); those are closed, as Node does.
  */
-const answered = new WeakSet<Duplex>();
-
-/** A `clientError` listener for an `http.Server`. */
-export function answerClientError(
-  error: NodeJS.ErrnoException,
-  stream: Duplex,
-  limit = DISCARD_LIMIT,
-): void {
-  if (answered.has(stream)) return;
-  // Node's own test: an answer whose headers went out cannot be followed by another.
-  const socket = stream as Socket & { _httpMessage?: { headersSent: boolean } | null };
-  if (!socket.writable || socket._httpMessage?.headersSent) {
-    socket.destroy();
-    return;
-  }
-  answered.add(stream);
-  const status = ANSWERS[error.code ?? ''] ?? '400 Bad Request';
-  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
-  throwAwayIncoming(socket, () => socket.destroy(), limit);
+export function answerClientErrors(server: Server): void {
+  // Node's parser stays on the socket and reports every later chunk as a further client error,
+  // which must not end the discarding that has begun.
+  const answered = new WeakSet<Duplex>();
+  // Each connection's latest answer, seen through public events (Node looks at a private field).
+  const current = new WeakMap<Duplex, ServerResponse>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => current.set(req.socket, res));
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (answered.has(socket)) return;
+    const answering = current.get(socket);
+    if (
+      error.code === 'ECONNRESET' ||
+      !socket.writable ||
+      (answering?.headersSent === true && !answering.writableFinished)
+    ) {
+      socket.destroy();
+      return;
+    }
+    answered.add(socket);
+    const { code, detail } = REFUSALS[error.code ?? ''] ?? MALFORMED;
+    const answer = problem(code, detail);
+    const body = JSON.stringify(answer);
+    socket.end(
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n` +
+        `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'X-Content-Type-Options: nosniff\r\n' +
+        `Connection: close\r\n\r\n${body}`,
+    );
+    throwAwayIncoming(socket, () => socket.destroy(), DISCARD_LIMIT);
+  });
 }

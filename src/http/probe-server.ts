@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import { answerClientErrors } from './client-error.js';
 import { createProbeRouter, type ProbeDeps } from './probes.js';
 import { sendNotFound } from './send-problem.js';
 
@@ -17,6 +18,7 @@ export async function startProbeServer(
   app.use(createProbeRouter(options));
   app.use(sendNotFound);
   const server = createServer(app);
+  answerClientErrors(server);
   server.listen(options.port, options.host ?? '0.0.0.0');
   await once(server, 'listening');
   const { address, port } = server.address() as AddressInfo;

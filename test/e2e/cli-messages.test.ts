@@ -373,3 +373,77 @@ describe('quarantine', () => {
     expect(run.output()).toBe('');
   });
 });
+
+describe('help', () => {
+  // Both print the command's one help text; a command, a two-word command and a group stand for
+  // the rest (each process loads the whole CLI: about a second of CPU).
+  it.each([['serve'], ['hooks register'], ['deliveries run-again'], ['deliveries']])(
+    'help %s prints what --help after the command prints',
+    async (name) => {
+      const [viaHelp, viaOption] = await Promise.all([
+        cli(['help', ...name.split(' ')]),
+        cli([...name.split(' '), '--help']),
+      ]);
+      expect(viaHelp).toMatchObject({ code: 0 });
+      expect(viaOption).toMatchObject({ code: 0 });
+      expect(viaHelp.stdout).toBe(viaOption.stdout);
+      expect(viaHelp.stdout).toMatch(new RegExp(`^Usage: feedback-receiver ${name}[ \\n]`));
+    },
+  );
+
+  it.each([[['nosuch']], [['hooks', 'nosuch']], [['serve', 'extra']]])(
+    'help %j is a usage error naming the command',
+    async (words) => {
+      const result = await cli(['help', ...words]);
+      expect(result.code).toBe(2);
+      expect(result.output).toBe(
+        `feedback-receiver: unknown command "${words.join(' ')}"; see feedback-receiver --help\n`,
+      );
+    },
+  );
+});
+
+it.each([
+  ['-x', '-x'],
+  ['--nosuch', '--nosuch'],
+  ['--token=hunter2', '--token'],
+])('%s before any command is an unknown option, not an unknown command', async (arg, option) => {
+  const result = await cli([arg]);
+  expect(result.code).toBe(2);
+  expect(result.output).toBe(
+    `feedback-receiver: unknown option "${option}"; see feedback-receiver --help\n`,
+  );
+});
+
+describe('a --url of the wrong kind', () => {
+  it.each([
+    [['send', '--url', 'ftp://x'], { WEBHOOK_SECRET: 's' }, '--url must be http or https'],
+    [
+      ['send', '--url', 'file:///etc/passwd'],
+      { WEBHOOK_SECRET: 's' },
+      '--url must be http or https',
+    ],
+    // Before the missing FEEDBACK_API_URL and token are looked at.
+    [['hooks', 'register', '--project', 'p', '--url', 'ftp://x'], {}, '--url must be https'],
+    [['hooks', 'register', '--project', 'p', '--url', 'x'], {}, '--url x is not a URL'],
+  ])('%j is a usage error, in one sentence', async (args, env, message) => {
+    const result = await cli(args, env);
+    expect(result.code).toBe(2);
+    expect(result.output).toContain(`feedback-receiver: ${message}`);
+    expectOneSentence(result.output);
+  });
+});
+
+describe('a host this machine does not have', () => {
+  // 192.0.2.1 is TEST-NET-1 (RFC 5737): never this machine's, and no name to look up.
+  it.each([
+    [['serve'], { HOST: '192.0.2.1', WEBHOOK_SECRET: 's', PORT: '0' }, 'HOST'],
+    [['sandbox', '--host', '192.0.2.1', '--port', '0'], {}, '--host'],
+  ])('%j names the setting, in one sentence', async (args, env, setting) => {
+    const result = await cli(args, { ...env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+    expect(result.code).toBe(1);
+    expect(result.output).toBe(
+      `feedback-receiver: ${setting}: cannot listen on 192.0.2.1: it is not an address of this machine\n`,
+    );
+  });
+});

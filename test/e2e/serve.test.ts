@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
 import { freePort } from '../helpers/free-port.js';
 import { reportedUrl, runCli, startServe, type CliProcess } from '../helpers/cli-process.js';
+import { sendRaw } from '../helpers/raw-request.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { START_TIMEOUT_MS } from '../../src/queue/redis.js';
 
@@ -168,6 +169,30 @@ describe('feedback-receiver serve', () => {
     },
   );
 
+  it("answers what Node's parser refuses with a problem, on PORT and on METRICS_PORT", async () => {
+    const url = await startReceiver({
+      WEBHOOK_SECRET: 's',
+      REDIS_URL: inject('redisUrl'),
+      METRICS_PORT: '0',
+    });
+    const probes = await reportedUrl(
+      receiver!,
+      'receiver probes listening (/healthz, /readyz, /metrics)',
+    );
+    for (const base of [url, probes]) {
+      const tooLarge = await sendRaw(base, {
+        method: 'GET',
+        path: '/healthz',
+        headers: { 'x-padding': 'p'.repeat(20_000) },
+      });
+      expect(tooLarge.status, base).toBe(431);
+      expect(problemIn(tooLarge.text)).toMatchObject({ code: 'HEADERS_TOO_LARGE' });
+      const malformed = await sendRaw(base, { method: 'G@T', path: '/healthz' });
+      expect(malformed.status, base).toBe(400);
+      expect(problemIn(malformed.text)).toMatchObject({ code: 'BAD_REQUEST' });
+    }
+  });
+
   it('answers wrong usage with exit code 2', async () => {
     const cli = runCli(['serv'], {});
     expect(await cli.exited()).toBe(2);
@@ -180,3 +205,9 @@ describe('feedback-receiver serve', () => {
     expect(cli.output()).toMatch(/Usage: feedback-receiver serve/);
   });
 });
+
+/** The problem+json body of a raw answer. */
+function problemIn(text: string): unknown {
+  expect(text).toMatch(/\r\ncontent-type: application\/problem\+json\r\n/i);
+  return JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
+}
